@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+/* xdp_bench.bpf.c: the device-under-test program (Contract 1).
+ *
+ * One program per XDP action. Each counts the packet per CPU and per RX
+ * queue in rxq_stats (like the kernel's xdp_rxq_info sample) after touching
+ * the packet as touch_mode says (like xdp_bench01_mem_access_cost).
+ * .rodata holds only touch_mode and redirect_ifindex: userspace sets them by
+ * name through the BTF datasec, so no string literals or bpf_printk here.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_helpers.h>
+
+#include "xdp_bench.h"
+
+const volatile __u32 touch_mode = TOUCH_NONE;
+const volatile __u32 redirect_ifindex = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct rxq_counters);
+	__uint(max_entries, RXQ_STATS_ENTRIES);
+} rxq_stats SEC(".maps");
+
+/* Swap the Ethernet source and destination addresses in place. */
+static __always_inline void swap_mac(struct ethhdr *eth)
+{
+	__u8 tmp[ETH_ALEN];
+
+	__builtin_memcpy(tmp, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, tmp, ETH_ALEN);
+}
+
+/* Touch the packet as configured; returns 0, or -1 if the frame is too
+ * short to hold an Ethernet header for a mode that needs one.
+ */
+static __always_inline int touch_packet(struct xdp_md *ctx)
+{
+	void *data_end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	struct ethhdr *eth = data;
+
+	if (touch_mode == TOUCH_NONE)
+		return 0;
+	if ((void *)(eth + 1) > data_end)
+		return -1;
+	if (touch_mode == TOUCH_READ) {
+		/* A volatile load so the header is really read from memory. */
+		(void)((volatile struct ethhdr *)eth)->h_proto;
+		return 0;
+	}
+	if (touch_mode == TOUCH_SWAPMAC)
+		swap_mac(eth);
+	return 0;
+}
+
+/* Count one packet on its RX queue; returns the action to take: the
+ * requested one, or XDP_ABORTED when the touch failed.
+ */
+static __always_inline int count_and_touch(struct xdp_md *ctx, int action)
+{
+	__u32 key = ctx->rx_queue_index;
+	struct rxq_counters *rxq;
+
+	if (key >= MAX_RXQ)
+		key = MAX_RXQ;
+	rxq = bpf_map_lookup_elem(&rxq_stats, &key);
+	if (!rxq)
+		return XDP_ABORTED;
+	rxq->packets++;
+	rxq->bytes += ctx->data_end - ctx->data;
+	if (touch_packet(ctx) < 0) {
+		rxq->errors++;
+		return XDP_ABORTED;
+	}
+	return action;
+}
+
+SEC("xdp")
+int xdp_bench_drop(struct xdp_md *ctx)
+{
+	return count_and_touch(ctx, XDP_DROP);
+}
+
+SEC("xdp")
+int xdp_bench_pass(struct xdp_md *ctx)
+{
+	return count_and_touch(ctx, XDP_PASS);
+}
+
+SEC("xdp")
+int xdp_bench_tx(struct xdp_md *ctx)
+{
+	return count_and_touch(ctx, XDP_TX);
+}
+
+SEC("xdp")
+int xdp_bench_redirect(struct xdp_md *ctx)
+{
+	int action = count_and_touch(ctx, XDP_REDIRECT);
+
+	if (action != XDP_REDIRECT)
+		return action;
+	return bpf_redirect(redirect_ifindex, 0);
+}
+
+char _license[] SEC("license") = "GPL";
