@@ -1,0 +1,87 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that turn an experiment's matrix into trials and find the ones still to run."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+
+from ansible.errors import AnsibleFilterError
+
+
+
+def trial_id(point, repetition, identity=None):
+    """Stable id of one trial: its matrix point, repetition and the DUT identity."""
+    blob = json.dumps({"point": point, "repetition": repetition, "identity": identity or {}}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def done_trial_ids(results_text):
+    """Trial ids already recorded in a JSON-lines results text (unparsable lines are skipped)."""
+    ids = []
+    for line in (results_text or "").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("trial_id") and record.get("status", "ok") == "ok":
+            ids.append(record["trial_id"])
+    return ids
+
+
+def _matches(point, partial):
+    return all(point.get(k) == v for k, v in partial.items())
+
+
+def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=None):
+    """Expand a matrix {axis: [values]} into trials, skipping those already done.
+
+    done: a list of trial ids or the text of a JSON-lines results file.
+    exclude: partial points ({axis: value}) that are not measured.
+    Returns [{"trial_id", "point": {axis: value}, "repetition", "index", "total"}] in matrix order,
+    repetitions innermost, for the trials not yet done.
+    """
+    if not isinstance(matrix, dict) or not matrix:
+        raise AnsibleFilterError("experiment_trials: the matrix must be a non-empty mapping of axis -> list of values")
+    try:
+        repetitions = int(repetitions)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("experiment_trials: repetitions must be a whole number, got %r" % (repetitions,)) from None
+    if repetitions < 1:
+        raise AnsibleFilterError("experiment_trials: repetitions must be at least 1, got %d" % repetitions)
+    axes = list(matrix)
+    for axis in axes:
+        values = matrix[axis]
+        if not isinstance(values, list) or not values:
+            raise AnsibleFilterError("experiment_trials: axis %r must be a non-empty list, got %r" % (axis, values))
+    if isinstance(done, str):
+        done = done_trial_ids(done)
+    done = set(done or [])
+    exclude = exclude or []
+    points = [dict(zip(axes, combo)) for combo in itertools.product(*(matrix[a] for a in axes))]
+    points = [p for p in points if not any(_matches(p, e) for e in exclude)]
+    total = len(points) * repetitions
+    trials = []
+    index = 0
+    for point in points:
+        for rep in range(1, repetitions + 1):
+            index += 1
+            tid = trial_id(point, rep, identity)
+            if tid in done:
+                continue
+            trials.append({"trial_id": tid, "point": point, "repetition": rep, "index": index, "total": total})
+    return trials
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "experiment_trials": experiment_trials,
+            "done_trial_ids": done_trial_ids,
+            "trial_id": trial_id,
+        }

@@ -1,0 +1,152 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Backend `xdp_live`: bpf/xdp_trafficgen (BPF_PROG_RUN with live frames) on a veth.
+
+veth hands a frame sent by ndo_xdp_xmit to the peer's RX queue
+`smp_processor_id() % real_num_rx_queues`, so "flow i lands on DUT queue i" is
+achieved by one sender thread per DUT queue, each pinned to a CPU c with
+c % queues == q. This module picks those CPUs from the generator's CPU list.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+
+from ansible_collections.xdplab.testbed.plugins.module_utils.ethtool import parse_ethtool_stats
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import GeneratorError, ProcessRun
+
+MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+MIN_PACKET_LEN = 64
+MAX_PACKET_LEN = 1518
+EGRESS_DELIVERED = re.compile(r"^tx_queue_\d+_xdp_xmit$")
+EGRESS_REFUSED = re.compile(r"^tx_queue_\d+_xdp_xmit_errors$")
+
+
+def pick_sender_cpus(cpus, queues, stream_count):
+    """CPU for each sender thread: thread q must run on a CPU c with c % queues == q."""
+    active = min(stream_count, queues)
+    chosen = []
+    for q in range(active):
+        candidates = [c for c in cpus if c % queues == q and c not in chosen]
+        if not candidates:
+            raise GeneratorError(
+                "no generator CPU c in %s with c %% %d == %d, so DUT queue %d cannot be reached: veth delivers a "
+                "frame to RX queue (sending CPU %% queue count). Add such a CPU to the generator's CPU list "
+                "(xdplab_generator_cpus) or use a stream_count of at most %d" % (cpus, queues, q, q, len(chosen))
+            )
+        chosen.append(candidates[0])
+    return chosen
+
+
+class XdpLiveGenerator:
+    name = "xdp_live"
+    default_binary = "/usr/local/lib/xdplab/bin/xdplab-trafficgen"
+
+    def __init__(self, params, run_command):
+        self.p = params
+        self.run_command = run_command  # AnsibleModule.run_command
+        self.run = ProcessRun(params["run_dir"], params["name"])
+
+    # -- validation -------------------------------------------------------------------------
+    def validate(self):
+        p = self.p
+        for key in ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip"):
+            if not p.get(key):
+                raise GeneratorError("backend xdp_live needs %s" % key)
+        for key in ("src_mac", "dst_mac"):
+            if not MAC_RE.match(p[key]):
+                raise GeneratorError("%s=%r is not a MAC address like 02:00:00:00:00:01" % (key, p[key]))
+        for key in ("src_ip", "dst_ip"):
+            try:
+                ipaddress.IPv4Address(p[key])
+            except ValueError:
+                raise GeneratorError("%s=%r is not an IPv4 address" % (key, p[key])) from None
+        if not MIN_PACKET_LEN <= p["packet_len"] <= MAX_PACKET_LEN:
+            raise GeneratorError(
+                "packet_len=%d is outside %d..%d (frame length with FCS)" % (p["packet_len"], MIN_PACKET_LEN, MAX_PACKET_LEN)
+            )
+        if not os.path.isdir("/sys/class/net/%s" % p["interface"]):
+            raise GeneratorError(
+                "interface %s does not exist here; this host has: %s"
+                % (p["interface"], ", ".join(sorted(os.listdir("/sys/class/net"))))
+            )
+        if not os.access(self.binary(), os.X_OK):
+            raise GeneratorError(
+                "%s is not installed; build and install bpf/ with the role xdplab.testbed.bpf_programs" % self.binary()
+            )
+        if not p.get("cpus"):
+            raise GeneratorError("backend xdp_live needs the generator's CPU list (cpus)")
+        self.sender_cpus = pick_sender_cpus(p["cpus"], p["queues"], p["stream_count"])
+
+    def binary(self):
+        return self.p.get("binary") or self.default_binary
+
+    def command(self):
+        p = self.p
+        cmd = [
+            self.binary(),
+            "--dev", p["interface"],
+            "--src-mac", p["src_mac"], "--dst-mac", p["dst_mac"],
+            "--src-ip", p["src_ip"], "--dst-ip", p["dst_ip"],
+            "--pkt-len", str(p["packet_len"]),
+            "--flows", str(p["stream_count"]),
+            "--port-base", str(p["port_base"]),
+            "--queues", str(p["queues"]),
+            "--cpus", ",".join(str(c) for c in self.sender_cpus),
+            "--duration", str(p["duration"]),
+            "--batch", str(p["batch"]),
+        ]  # fmt: skip
+        return cmd
+
+    # -- egress counters ---------------------------------------------------------------------
+    def egress_counters(self):
+        rc, out, err = self.run_command(["ethtool", "-S", self.p["interface"]])
+        if rc != 0:
+            return None
+        stats = parse_ethtool_stats(out)
+        return {
+            "delivered": sum(v for k, v in stats.items() if EGRESS_DELIVERED.match(k)),
+            "refused": sum(v for k, v in stats.items() if EGRESS_REFUSED.match(k)),
+        }
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def identity(self):
+        """The parameters that make two runs the same run (for idempotency)."""
+        keys = ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip", "packet_len", "stream_count",
+                "port_base", "queues", "cpus", "duration", "batch")  # fmt: skip
+        return {k: self.p.get(k) for k in keys}
+
+    def start(self):
+        state = self.run.spawn(self.command(), {"identity": self.identity(), "egress_before": self.egress_counters()})
+        return state
+
+    def summary(self, state):
+        records = self.run.json_lines()
+        final = next((r for r in reversed(records) if r.get("type") == "summary"), None)
+        if final is None:
+            raise GeneratorError(
+                "the generator left no summary in %s: %s" % (self.run.out_path, self.run.read_err().strip() or "no error")
+            )
+        before = (state or {}).get("params", {}).get("egress_before")
+        after = self.egress_counters()
+        egress = {"delivered": None, "refused": None}
+        if before and after:
+            egress = {k: after[k] - before[k] for k in egress}
+        return {
+            "backend": self.name,
+            "sent": final["sent"],
+            "elapsed_s": final["elapsed_s"],
+            "offered_pps": final["pps"],
+            "packet_len": final.get("pkt_len", self.p["packet_len"]),
+            "stream_count": final.get("flows", self.p["stream_count"]),
+            "queues": final.get("queues", self.p["queues"]),
+            "threads": final.get("threads", []),
+            "intervals": [r for r in records if r.get("type") == "interval"],
+            "egress": egress,
+            "version": final.get("version", ""),
+            "command": (state or {}).get("command", []),
+        }
+
+

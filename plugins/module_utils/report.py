@@ -1,0 +1,178 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Turn an experiment's trial records (JSON lines) into tables: CSV and Markdown.
+
+A row is one matrix point (system, action, touch, packet_len, cores) aggregated
+over its repetitions: mean and sample standard deviation of the DUT's counted
+rate, ns per packet, the per-queue spread, the offered load and which limit was hit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import statistics
+
+POINT_KEYS = ("system", "action", "touch", "packet_len", "cores")
+GENERATOR_LIMITED = "generator"
+DUT_LIMITED = "dut"
+# The DUT counted at least this share of what was offered: the offered load, not the DUT, was the limit.
+KEPT_UP_SHARE = 0.99
+
+CSV_COLUMNS = (
+    "system", "action", "touch", "packet_len", "cores", "repetitions", "mpps_mean", "mpps_stdev",
+    "ns_per_packet", "queue_spread", "offered_mpps", "loss_pct", "limit", "paper_mpps",
+)  # fmt: skip
+
+
+def read_records(text):
+    """Parse JSON lines; returns (records, number of unparsable lines)."""
+    records, bad = [], 0
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(rec, dict) and rec.get("status", "ok") == "ok":
+            records.append(rec)
+    return records, bad
+
+
+def limit_of(counted_pps, offered_pps):
+    """Which side limited a trial: the generator (DUT counted ~all it was offered) or the DUT."""
+    if not offered_pps:
+        return DUT_LIMITED
+    return GENERATOR_LIMITED if counted_pps >= KEPT_UP_SHARE * offered_pps else DUT_LIMITED
+
+
+def load_reference(text, column):
+    """{cores: Mpps} from one column of a reference CSV of the paper (pps values)."""
+    out = {}
+    for row in csv.DictReader(io.StringIO(text)):
+        value = row.get(column)
+        if value:
+            out[int(row["cores"])] = float(value) / 1e6
+    return out
+
+
+def _point(rec):
+    return tuple(rec["point"].get(k) for k in POINT_KEYS)
+
+
+def aggregate(records, reference=None):
+    """Rows, one per matrix point, in a stable order (system, action, touch, size, cores)."""
+    reference = reference or {}
+    groups = {}
+    for rec in records:
+        groups.setdefault(_point(rec), []).append(rec)
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple(str(x) if not isinstance(x, int) else "%09d" % x for x in k)):
+        recs = groups[key]
+        pps = [r["result"]["pps"] for r in recs]
+        offered = [r["generator"]["offered_pps"] for r in recs]
+        spreads = [r["result"].get("queue_spread") for r in recs if r["result"].get("queue_spread") is not None]
+        losses = [r["loss"]["pct"] for r in recs]
+        limits = {r["loss"]["limit"] for r in recs}
+        mean = statistics.fmean(pps)
+        point = dict(zip(POINT_KEYS, key))
+        paper = reference.get(point["system"], {}).get(point["cores"])
+        rows.append(
+            {
+                **point,
+                "repetitions": len(recs),
+                "mpps_mean": round(mean / 1e6, 3),
+                "mpps_stdev": round(statistics.stdev(pps) / 1e6, 3) if len(pps) > 1 else 0.0,
+                "ns_per_packet": round(1e9 / mean, 2) if mean > 0 else None,
+                "queue_spread": round(max(spreads), 3) if spreads else None,
+                "offered_mpps": round(statistics.fmean(offered) / 1e6, 3),
+                "loss_pct": round(statistics.fmean(losses), 2),
+                "limit": GENERATOR_LIMITED if GENERATOR_LIMITED in limits else DUT_LIMITED,
+                "paper_mpps": round(paper, 2) if paper is not None else None,
+            }
+        )
+    return rows
+
+
+def to_csv(rows):
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_COLUMNS})
+    return buf.getvalue()
+
+
+def _fmt(value, spec="%s"):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return spec % value
+
+
+def to_markdown(rows, title, provenance_lines=()):
+    lines = [
+        "## %s" % title,
+        "",
+        "| system | touch | size | cores | Mpps (mean) | stdev | ns/pkt | queue spread | offered Mpps | loss % | limit | paper Mpps |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    flagged = False
+    for r in rows:
+        limit = r["limit"]
+        if limit == GENERATOR_LIMITED:
+            limit = "offered load *"
+            flagged = True
+        system = r["system"] if not r.get("action") else "%s %s" % (r["system"], r["action"])
+        lines.append(
+            "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+            % (
+                system, r["touch"], r["packet_len"], r["cores"], _fmt(r["mpps_mean"], "%.3f"),
+                _fmt(r["mpps_stdev"], "%.3f"), _fmt(r["ns_per_packet"], "%.1f"), _fmt(r["queue_spread"], "%.2f"),
+                _fmt(r["offered_mpps"], "%.3f"), _fmt(r["loss_pct"], "%.2f"), limit, _fmt(r["paper_mpps"], "%.2f"),
+            )  # fmt: skip
+        )
+    lines.append("")
+    if flagged:
+        lines.append(
+            "\\* offered load: the DUT counted >= %d%% of what the generator sent, so the generator, not the DUT, "
+            "was the limit; the DUT's capacity is at least this rate." % round(KEPT_UP_SHARE * 100)
+        )
+    lines.append(
+        "queue spread: busiest active RX queue over the mean of active queues (1.00 = even RSS). "
+        "paper: the XDP paper's testbed (Xeon E5-1650 v4, ConnectX-5, 64-byte frames), for comparison only."
+    )
+    if provenance_lines:
+        lines += ["", "Provenance:"] + ["- %s" % p for p in provenance_lines]
+    return "\n".join(lines) + "\n"
+
+
+def provenance_lines(records):
+    """Distinct provenance facts across the records, one readable line each."""
+    seen = []
+    for rec in records:
+        prov = rec.get("provenance", {})
+        dut = prov.get("dut", {})
+        prog = prov.get("program", {})
+        gen = prov.get("generator", {})
+        line = "kernel %s%s on %s (%s, %s queues); program %s tag %s (object sha256 %s); generator %s %s; " "collection %s%s" % (
+            dut.get("kernel_release", "?"),
+            (" commit " + dut["kernel_commit"]) if dut.get("kernel_commit") else "",
+            dut.get("interface", "?"),
+            dut.get("driver", "?"),
+            dut.get("rx_queues", "?"),
+            prog.get("name", "?"),
+            prog.get("tag", "?"),
+            (prog.get("object_sha256") or "?")[:12],
+            gen.get("backend", "?"),
+            gen.get("version", ""),
+            prov.get("collection_version", "?"),
+            (" @" + prov["repo_commit"]) if prov.get("repo_commit") else "",
+        )
+        if line not in seen:
+            seen.append(line)
+    return seen

@@ -1,0 +1,285 @@
+#!/usr/bin/python
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: traffic_generator
+short_description: Start and stop packet generators behind one interface
+version_added: 0.1.0
+description:
+  - The one generator interface of xdplab.testbed. A trial starts traffic with O(state=started),
+    measures the device under test, then stops it with O(state=stopped), which returns a summary of
+    what was sent in the same shape for every backend.
+  - Backend V(xdp_live) runs C(xdplab-trafficgen) (bpf/xdp_trafficgen.c) on the virtual lab: BPF_PROG_RUN
+    with live frames, one sender thread per DUT RX queue, so flow I(i) (UDP destination port
+    O(port_base)+I(i)) lands on DUT queue I(i mod queues), as the paper's T-Rex profile udp_for_benchmarks.py
+    does with RSS on hardware.
+  - The generator runs detached; its pid, output and parameters live under O(run_dir), so a later task,
+    an C(always:) section or a cleanup playbook can stop it.
+author:
+  - xdplab.testbed developers
+options:
+  backend:
+    description: Which generator produces the traffic.
+    type: str
+    choices: [xdp_live]
+    default: xdp_live
+  state:
+    description:
+      - V(started) starts the generator unless the same run already runs (then nothing changes).
+      - V(stopped) stops a running generator (SIGINT, then SIGKILL after O(stop_timeout)) and returns its summary;
+        with O(wait=true) it first lets the run end by itself.
+    type: str
+    choices: [started, stopped]
+    default: started
+  name:
+    description: Name of the run; files under O(run_dir) are named after it.
+    type: str
+    default: trial
+  run_dir:
+    description: Directory on the generator host for the run's pid, output and error files.
+    type: path
+    default: /run/xdplab/generator
+  interface:
+    description: Egress interface name on the generator host (required with O(state=started)).
+    type: str
+  src_mac:
+    description: Source MAC of the frames.
+    type: str
+  dst_mac:
+    description: Destination MAC of the frames (the DUT port's MAC).
+    type: str
+  src_ip:
+    description: Source IPv4 address.
+    type: str
+  dst_ip:
+    description: Destination IPv4 address.
+    type: str
+  packet_len:
+    description: Frame length including the 4-byte FCS, as T-Rex's packet_len (64 is the paper's size).
+    type: int
+    default: 64
+  stream_count:
+    description: Number of UDP flows; flow I(i) has destination port O(port_base)+I(i).
+    type: int
+    default: 1
+  port_base:
+    description: UDP destination port of flow 0 (12 in the paper's profile).
+    type: int
+    default: 12
+  queues:
+    description: Number of RX queues of the DUT port (flows map to queue I(i mod queues)).
+    type: int
+    default: 1
+  cpus:
+    description: CPUs of the generator host that sender threads may use.
+    type: list
+    elements: int
+    default: []
+  duration:
+    description: Seconds the generator runs unless stopped earlier.
+    type: int
+    default: 10
+  batch:
+    description: Frames per BPF_PROG_RUN batch (xdp_live).
+    type: int
+    default: 64
+  binary:
+    description: Path of the generator program (xdp_live); default from the role xdplab.testbed.bpf_programs.
+    type: path
+  wait:
+    description: With O(state=stopped), wait for the run to end by itself (at most O(duration) + O(stop_timeout)).
+    type: bool
+    default: false
+  stop_timeout:
+    description: Seconds to wait after SIGINT before SIGKILL.
+    type: float
+    default: 10
+notes:
+  - Check mode reports whether a generator would be started or stopped and changes nothing.
+  - On veth the DUT side needs an XDP program or GRO enabled, or the frames are refused (O(egress.refused)).
+seealso:
+  - module: xdplab.testbed.xdp_stats
+"""
+
+EXAMPLES = r"""
+- name: Offer 4 flows of 64-byte UDP for 20 s to a DUT with 4 RX queues
+  xdplab.testbed.traffic_generator:
+    backend: xdp_live
+    state: started
+    interface: veth-tg0
+    src_mac: "02:00:00:00:00:01"
+    dst_mac: "02:00:00:00:00:02"
+    src_ip: 198.18.0.1
+    dst_ip: 198.18.0.2
+    stream_count: 4
+    queues: 4
+    cpus: [0, 1, 2, 3]
+    duration: 20
+
+- name: Stop it and keep what was sent
+  xdplab.testbed.traffic_generator:
+    state: stopped
+  register: sent
+"""
+
+RETURN = r"""
+running:
+  description: Whether the generator runs after the task.
+  returned: always
+  type: bool
+  sample: true
+pid:
+  description: Process id of the generator (O(state=started)).
+  returned: when started
+  type: int
+  sample: 4242
+command:
+  description: The command line of the generator.
+  returned: always
+  type: list
+  elements: str
+summary:
+  description: What was sent, the same shape for every backend.
+  returned: when O(state=stopped) and a run left output
+  type: dict
+  contains:
+    backend:
+      description: Backend that produced the traffic.
+      type: str
+      sample: xdp_live
+    sent:
+      description: Frames sent.
+      type: int
+      sample: 61234567
+    elapsed_s:
+      description: Seconds the generator sent for.
+      type: float
+      sample: 10.0
+    offered_pps:
+      description: Offered load, frames per second over the run.
+      type: float
+      sample: 6123456.7
+    packet_len:
+      description: Frame length with FCS.
+      type: int
+      sample: 64
+    stream_count:
+      description: Number of flows.
+      type: int
+      sample: 2
+    queues:
+      description: DUT RX queues the flows were spread over.
+      type: int
+      sample: 2
+    threads:
+      description: Per sender thread, its CPU, target queue, flows and frames sent.
+      type: list
+      elements: dict
+    intervals:
+      description: Per-second records of the run (time, frames, pps).
+      type: list
+      elements: dict
+    egress:
+      description:
+        - Frames the egress device handed on (delivered) and refused because the receiver's ring was full
+          (refused: loss caused by the DUT), from the egress interface's counters. null where unknown.
+      type: dict
+    version:
+      description: Version string of the generator program.
+      type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators import BACKENDS, GeneratorError, backend_for
+
+
+class TrafficGenerator:
+    def __init__(self, module):
+        self.module = module
+        self.p = module.params
+        self.backend = backend_for(self.p["backend"])(self.p, module.run_command)
+        self.result = {"changed": False, "running": False, "command": []}
+
+    def ensure_started(self):
+        for key in ("stream_count", "queues", "duration", "batch"):
+            if self.p[key] < 1:
+                raise GeneratorError("%s must be a positive number, got %d" % (key, self.p[key]))
+        self.backend.validate()
+        run = self.backend.run
+        state = run.load_state()
+        if run.running(state):
+            if state["params"].get("identity") == self.backend.identity():
+                self.result.update(running=True, pid=state["pid"], command=state["command"])
+                return
+            if not self.module.check_mode:
+                run.stop(self.p["stop_timeout"])
+        self.result["changed"] = True
+        self.result["command"] = self.backend.command()
+        if self.module.check_mode:
+            return
+        state = self.backend.start()
+        self.result.update(running=True, pid=state["pid"])
+
+    def ensure_stopped(self):
+        run = self.backend.run
+        state = run.load_state()
+        if state is None:
+            return
+        self.result["command"] = state.get("command", [])
+        if run.running(state):
+            self.result["changed"] = True
+            if self.module.check_mode:
+                self.result["running"] = True
+                return
+            if not (self.p["wait"] and run.wait(self.p["duration"] + self.p["stop_timeout"])):
+                run.stop(self.p["stop_timeout"])
+        self.result["summary"] = self.backend.summary(state)
+
+    def run(self):
+        if self.p["state"] == "started":
+            self.ensure_started()
+        else:
+            self.ensure_stopped()
+        return self.result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            backend=dict(type="str", default="xdp_live", choices=sorted(BACKENDS)),
+            state=dict(type="str", default="started", choices=["started", "stopped"]),
+            name=dict(type="str", default="trial"),
+            run_dir=dict(type="path", default="/run/xdplab/generator"),
+            interface=dict(type="str"),
+            src_mac=dict(type="str"),
+            dst_mac=dict(type="str"),
+            src_ip=dict(type="str"),
+            dst_ip=dict(type="str"),
+            packet_len=dict(type="int", default=64),
+            stream_count=dict(type="int", default=1),
+            port_base=dict(type="int", default=12),
+            queues=dict(type="int", default=1),
+            cpus=dict(type="list", elements="int", default=[]),
+            duration=dict(type="int", default=10),
+            batch=dict(type="int", default=64),
+            binary=dict(type="path"),
+            wait=dict(type="bool", default=False),
+            stop_timeout=dict(type="float", default=10.0),
+        ),
+        required_if=[("state", "started", ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip"))],
+        supports_check_mode=True,
+    )
+    try:
+        result = TrafficGenerator(module).run()
+    except GeneratorError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
