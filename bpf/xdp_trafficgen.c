@@ -1,0 +1,637 @@
+// SPDX-License-Identifier: GPL-2.0
+/* xdplab-trafficgen: the virtual lab's UDP generator (Contract 2).
+ *
+ * One sender thread per DUT RX queue, pinned to a CPU c with c % queues == q
+ * (veth puts a frame sent by ndo_xdp_xmit on the peer RX queue
+ * smp_processor_id() % real_num_rx_queues). Each thread runs
+ * xdp_trafficgen.bpf.o through BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES:
+ * the kernel builds `repeat` frames from one template, the program sets the
+ * flow's UDP destination port and redirects the frame out of --dev.
+ * Prints one JSON line per second and a JSON summary on exit.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "xdp_trafficgen.h"
+
+#define TRAFFICGEN_VERSION "0.1.0"
+#define OBJ_NAME "xdp_trafficgen.bpf.o"
+#define PROG_NAME "xdp_trafficgen"
+#define CURSOR_MAP_NAME "flow_cursors"
+#define EGRESS_VAR_NAME "egress_ifindex"
+
+#define FCS_LEN 4
+#define MIN_PKT_LEN 64   /* on the wire with FCS */
+#define MAX_PKT_LEN 1518 /* on the wire with FCS */
+#define MAX_BATCH 256    /* kernel limit for live frames (TEST_XDP_MAX_BATCH) */
+#define MAX_QUEUES 64
+#define MAX_PORT 65535
+#define IP_TTL_DEFAULT 64
+
+#define NSEC_PER_SEC 1000000000ULL
+#define NSEC_PER_MSEC 1000000ULL
+/* Each BPF_PROG_RUN call should last about this long: long enough to
+ * amortise the syscall, short enough to stop promptly on a signal.
+ */
+#define CALL_TARGET_NS (15 * NSEC_PER_MSEC)
+#define CALL_MIN_NS (10 * NSEC_PER_MSEC)
+#define CALL_MAX_NS (20 * NSEC_PER_MSEC)
+#define REPEAT_START (1U << 15)
+#define REPEAT_MAX (1U << 26)
+
+struct config {
+	const char *dev;
+	int ifindex;
+	__u8 src_mac[ETH_ALEN];
+	__u8 dst_mac[ETH_ALEN];
+	struct in_addr src_ip;
+	struct in_addr dst_ip;
+	unsigned int pkt_len;
+	unsigned int flows;
+	unsigned int port_base;
+	unsigned int queues;
+	unsigned int ncpus;
+	int cpus[MAX_QUEUES];
+	double duration;
+	unsigned int batch;
+	const char *obj_path;
+};
+
+/* One sender thread: sends the flows of DUT queue `queue` from CPU `cpu`. */
+struct sender {
+	pthread_t thread;
+	unsigned int queue;
+	int cpu;
+	int prog_fd;
+	unsigned int nflows;
+	const struct config *cfg;
+	const void *frame;
+	unsigned int frame_len;
+	_Atomic unsigned long long sent;
+	unsigned long long last_sent; /* main thread only: for intervals */
+	int err;                      /* errno of a failed BPF_PROG_RUN */
+};
+
+static volatile sig_atomic_t stop_signal;
+static _Atomic bool stopping;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+	stopping = true;
+}
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "xdplab-trafficgen: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(EXIT_FAILURE);
+}
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: xdplab-trafficgen --dev IFNAME --src-mac MAC --dst-mac MAC\n"
+		"         --src-ip IP --dst-ip IP [--pkt-len 64] [--flows 1]\n"
+		"         [--port-base 12] [--queues 1] [--cpus 0[,1..]]\n"
+		"         [--duration 10] [--batch 64] [--obj PATH]\n"
+		"\n"
+		"Sends UDP frames out of IFNAME (a veth) with BPF_PROG_RUN live frames.\n"
+		"Flow i: UDP 9 -> port-base + i, sent by the thread of queue i %% queues;\n"
+		"the thread of queue q runs on the q-th CPU of --cpus, which must\n"
+		"satisfy cpu %% queues == q. --pkt-len counts the FCS (64..1518).\n"
+		"Prints JSON lines: one per second, a summary on exit.\n");
+}
+
+static unsigned long parse_uint(const char *opt, const char *s, unsigned long min,
+				unsigned long max)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		die("--%s: '%s' is not a number", opt, s);
+	if (v < min || v > max)
+		die("--%s %lu is out of range %lu..%lu", opt, v, min, max);
+	return v;
+}
+
+static void parse_mac(const char *opt, const char *s, __u8 *mac)
+{
+	unsigned int b[ETH_ALEN];
+	char tail;
+	int i;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
+		   &b[4], &b[5], &tail) != ETH_ALEN || strlen(s) != 17)
+		die("--%s: '%s' is not a MAC address like 02:00:00:00:00:01", opt, s);
+	for (i = 0; i < ETH_ALEN; i++)
+		mac[i] = b[i];
+}
+
+static void parse_ip(const char *opt, const char *s, struct in_addr *ip)
+{
+	if (inet_pton(AF_INET, s, ip) != 1)
+		die("--%s: '%s' is not an IPv4 address like 10.0.0.1", opt, s);
+}
+
+static void parse_cpus(const char *s, struct config *cfg)
+{
+	long ncpu_conf = sysconf(_SC_NPROCESSORS_CONF);
+	char *copy = strdup(s), *tok, *save = NULL;
+
+	if (!copy)
+		die("out of memory");
+	cfg->ncpus = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (cfg->ncpus == MAX_QUEUES)
+			die("--cpus: more than %d CPUs", MAX_QUEUES);
+		cfg->cpus[cfg->ncpus++] = parse_uint("cpus", tok, 0, ncpu_conf - 1);
+	}
+	free(copy);
+	if (!cfg->ncpus)
+		die("--cpus: give at least one CPU");
+}
+
+static void parse_args(int argc, char **argv, struct config *cfg)
+{
+	enum { OPT_DEV = 1, OPT_SRC_MAC, OPT_DST_MAC, OPT_SRC_IP, OPT_DST_IP, OPT_PKT_LEN,
+	       OPT_FLOWS, OPT_PORT_BASE, OPT_QUEUES, OPT_CPUS, OPT_DURATION, OPT_BATCH,
+	       OPT_OBJ, OPT_HELP };
+	static const struct option opts[] = {
+		{ "dev", required_argument, NULL, OPT_DEV },
+		{ "src-mac", required_argument, NULL, OPT_SRC_MAC },
+		{ "dst-mac", required_argument, NULL, OPT_DST_MAC },
+		{ "src-ip", required_argument, NULL, OPT_SRC_IP },
+		{ "dst-ip", required_argument, NULL, OPT_DST_IP },
+		{ "pkt-len", required_argument, NULL, OPT_PKT_LEN },
+		{ "flows", required_argument, NULL, OPT_FLOWS },
+		{ "port-base", required_argument, NULL, OPT_PORT_BASE },
+		{ "queues", required_argument, NULL, OPT_QUEUES },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "duration", required_argument, NULL, OPT_DURATION },
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "obj", required_argument, NULL, OPT_OBJ },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool have_src_mac = false, have_dst_mac = false, have_src_ip = false, have_dst_ip = false;
+	const char *cpus = "0";
+	char *end;
+	int opt;
+
+	*cfg = (struct config){ .pkt_len = MIN_PKT_LEN, .flows = 1, .port_base = 12,
+				.queues = 1, .duration = 10, .batch = 64 };
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_DEV: cfg->dev = optarg; break;
+		case OPT_SRC_MAC: parse_mac("src-mac", optarg, cfg->src_mac); have_src_mac = true; break;
+		case OPT_DST_MAC: parse_mac("dst-mac", optarg, cfg->dst_mac); have_dst_mac = true; break;
+		case OPT_SRC_IP: parse_ip("src-ip", optarg, &cfg->src_ip); have_src_ip = true; break;
+		case OPT_DST_IP: parse_ip("dst-ip", optarg, &cfg->dst_ip); have_dst_ip = true; break;
+		case OPT_PKT_LEN:
+			errno = 0;
+			cfg->pkt_len = parse_uint("pkt-len", optarg, 0, UINT_MAX);
+			if (cfg->pkt_len < MIN_PKT_LEN || cfg->pkt_len > MAX_PKT_LEN)
+				die("--pkt-len %u is out of range %d..%d (frame length on the wire including the 4-byte FCS)",
+				    cfg->pkt_len, MIN_PKT_LEN, MAX_PKT_LEN);
+			break;
+		case OPT_FLOWS: cfg->flows = parse_uint("flows", optarg, 1, MAX_PORT); break;
+		case OPT_PORT_BASE: cfg->port_base = parse_uint("port-base", optarg, 1, MAX_PORT); break;
+		case OPT_QUEUES: cfg->queues = parse_uint("queues", optarg, 1, MAX_QUEUES); break;
+		case OPT_CPUS: cpus = optarg; break;
+		case OPT_DURATION:
+			errno = 0;
+			cfg->duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(cfg->duration > 0))
+				die("--duration: '%s' is not a positive number of seconds", optarg);
+			break;
+		case OPT_BATCH: cfg->batch = parse_uint("batch", optarg, 1, MAX_BATCH); break;
+		case OPT_OBJ: cfg->obj_path = optarg; break;
+		case OPT_HELP: usage(stdout); exit(EXIT_SUCCESS);
+		default: usage(stderr); exit(EXIT_FAILURE);
+		}
+	}
+	if (optind < argc)
+		die("unexpected argument '%s' (see --help)", argv[optind]);
+	if (!cfg->dev)
+		die("--dev IFNAME is required");
+	if (!have_src_mac || !have_dst_mac || !have_src_ip || !have_dst_ip)
+		die("--src-mac, --dst-mac, --src-ip and --dst-ip are required");
+	if (cfg->port_base + cfg->flows - 1 > MAX_PORT)
+		die("--port-base %u + --flows %u exceeds UDP port %d", cfg->port_base, cfg->flows, MAX_PORT);
+	cfg->ifindex = if_nametoindex(cfg->dev);
+	if (!cfg->ifindex)
+		die("unknown interface '%s' in this network namespace", cfg->dev);
+	parse_cpus(cpus, cfg);
+}
+
+/* Check the CPU list against the queues: thread q runs on cpus[q], which
+ * must map to DUT queue q, and every queue that has a flow needs a thread.
+ */
+static void check_cpus(const struct config *cfg)
+{
+	unsigned int active = cfg->flows < cfg->queues ? cfg->flows : cfg->queues;
+	unsigned int q;
+
+	if (cfg->ncpus > cfg->queues)
+		die("--cpus lists %u CPUs but --queues is %u: give at most one CPU per queue",
+		    cfg->ncpus, cfg->queues);
+	if (cfg->ncpus < active)
+		die("--cpus lists %u CPUs but %u queues have flows (--flows %u, --queues %u): give one CPU per queue",
+		    cfg->ncpus, active, cfg->flows, cfg->queues);
+	for (q = 0; q < cfg->ncpus; q++) {
+		if ((unsigned int)cfg->cpus[q] % cfg->queues != q)
+			die("CPU %d cannot send queue %u's flows: veth delivers to RX queue cpu %% queues = %u; "
+			    "the q-th CPU of --cpus must satisfy cpu %% %u == q",
+			    cfg->cpus[q], q, cfg->cpus[q] % cfg->queues, cfg->queues);
+	}
+}
+
+static __u16 ipv4_checksum(const void *hdr, unsigned int len)
+{
+	const __u16 *p = hdr;
+	__u32 sum = 0;
+
+	for (; len > 1; len -= 2)
+		sum += *p++;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum;
+}
+
+/* The template frame: Ethernet, IPv4, UDP 9 -> port-base, zero payload. */
+static void *build_frame(const struct config *cfg, unsigned int *frame_len)
+{
+	unsigned int len = cfg->pkt_len - FCS_LEN;
+	struct ethhdr *eth;
+	struct iphdr *ip;
+	struct udphdr *udp;
+	__u8 *frame;
+
+	frame = calloc(1, len);
+	if (!frame)
+		die("out of memory");
+	eth = (struct ethhdr *)frame;
+	memcpy(eth->h_dest, cfg->dst_mac, ETH_ALEN);
+	memcpy(eth->h_source, cfg->src_mac, ETH_ALEN);
+	eth->h_proto = htons(ETH_P_IP);
+
+	ip = (struct iphdr *)(frame + TG_ETH_LEN);
+	ip->version = 4;
+	ip->ihl = TG_IPV4_LEN / 4;
+	ip->tot_len = htons(len - TG_ETH_LEN);
+	ip->ttl = IP_TTL_DEFAULT;
+	ip->protocol = IPPROTO_UDP;
+	ip->saddr = cfg->src_ip.s_addr;
+	ip->daddr = cfg->dst_ip.s_addr;
+	ip->check = ipv4_checksum(ip, TG_IPV4_LEN);
+
+	udp = (struct udphdr *)(frame + TG_UDP_OFFSET);
+	udp->source = htons(TG_UDP_SRC_PORT);
+	udp->dest = htons(cfg->port_base);
+	udp->len = htons(len - TG_ETH_LEN - TG_IPV4_LEN);
+	udp->check = 0; /* no checksum: the port changes per packet */
+
+	*frame_len = len;
+	return frame;
+}
+
+/* --obj, else next to the binary (bpf/build/), else ../lib/bpf/. */
+static const char *find_obj(const struct config *cfg, char *buf, size_t size)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+
+	if (cfg->obj_path) {
+		if (access(cfg->obj_path, R_OK))
+			die("--obj %s: %s", cfg->obj_path, strerror(errno));
+		return cfg->obj_path;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		die("cannot find my own path to look for %s: %s (use --obj)", OBJ_NAME, strerror(errno));
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	if ((size_t)snprintf(buf, size, "%s/%s", exe, OBJ_NAME) < size && !access(buf, R_OK))
+		return buf;
+	if ((size_t)snprintf(buf, size, "%s/../lib/bpf/%s", exe, OBJ_NAME) < size && !access(buf, R_OK))
+		return buf;
+	die("cannot find %s in %s/ or %s/../lib/bpf/ (use --obj PATH)", OBJ_NAME, exe, exe);
+	return NULL;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+/* Open and load the generator program with egress_ifindex set. */
+static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *cursor_fd)
+{
+	struct bpf_program *prog;
+	struct bpf_object *obj;
+	struct bpf_map *map;
+	char path_buf[PATH_MAX];
+	const char *path = find_obj(cfg, path_buf, sizeof(path_buf));
+	bool set = false;
+	int err;
+
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj)
+		die("cannot open %s: %s", path, strerror(errno));
+	/* .rodata is an internal map named "<obj prefix>.rodata". */
+	bpf_object__for_each_map(map, obj) {
+		const struct btf *btf = bpf_object__btf(obj);
+		const char *name = bpf_map__name(map);
+		const struct btf_var_secinfo *vs;
+		const struct btf_type *sec;
+		size_t size, len = strlen(name);
+		const void *init;
+		__u8 *data;
+		int sec_id, i;
+
+		if (!bpf_map__is_internal(map) || len < 7 || strcmp(name + len - 7, ".rodata"))
+			continue;
+		init = bpf_map__initial_value(map, &size);
+		sec_id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC);
+		if (!init || sec_id < 0)
+			break;
+		data = malloc(size);
+		if (!data)
+			die("out of memory");
+		memcpy(data, init, size);
+		sec = btf__type_by_id(btf, sec_id);
+		vs = btf_var_secinfos(sec);
+		for (i = 0; i < btf_vlen(sec); i++, vs++) {
+			const struct btf_type *var = btf__type_by_id(btf, vs->type);
+
+			if (!strcmp(btf__name_by_offset(btf, var->name_off), EGRESS_VAR_NAME) &&
+			    vs->offset + sizeof(__u32) <= size) {
+				*(__u32 *)(data + vs->offset) = cfg->ifindex;
+				set = true;
+			}
+		}
+		if (set && bpf_map__set_initial_value(map, data, size))
+			die("cannot set %s in %s", EGRESS_VAR_NAME, path);
+		free(data);
+	}
+	if (!set)
+		die("%s has no .rodata variable %s: not the xdplab generator object?", path, EGRESS_VAR_NAME);
+	err = bpf_object__load(obj);
+	if (err)
+		die("cannot load %s: %s (needs root/CAP_BPF and a kernel with BPF_PROG_RUN live frames, >= 5.18)",
+		    path, strerror(-err));
+	prog = bpf_object__find_program_by_name(obj, PROG_NAME);
+	map = bpf_object__find_map_by_name(obj, CURSOR_MAP_NAME);
+	if (!prog || !map)
+		die("%s lacks program %s or map %s", path, PROG_NAME, CURSOR_MAP_NAME);
+	*prog_fd = bpf_program__fd(prog);
+	*cursor_fd = bpf_map__fd(map);
+	return obj;
+}
+
+/* Per-CPU cursors: the CPU of queue q's thread walks ports
+ * port_base + q, port_base + q + queues, ... (flows i with i % queues == q).
+ */
+static void set_cursors(const struct config *cfg, int cursor_fd, struct sender *senders)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	struct flow_cursor *vals;
+	__u32 key = 0;
+	unsigned int q;
+
+	if (ncpus < 0)
+		die("cannot count possible CPUs: %s", strerror(-ncpus));
+	vals = calloc(ncpus, sizeof(*vals));
+	if (!vals)
+		die("out of memory");
+	for (q = 0; q < cfg->ncpus; q++) {
+		struct flow_cursor *c = &vals[senders[q].cpu];
+
+		c->nflows = senders[q].nflows;
+		c->first_port = cfg->port_base + q;
+		c->port = c->first_port;
+		c->stride = cfg->queues;
+	}
+	if (bpf_map_update_elem(cursor_fd, &key, vals, BPF_ANY))
+		die("cannot set flow cursors: %s", strerror(errno));
+	free(vals);
+}
+
+/* Pick the next repeat so that one call lasts about CALL_TARGET_NS. */
+static __u32 next_repeat(__u32 repeat, unsigned long long took_ns, unsigned int batch)
+{
+	unsigned long long want;
+
+	if (took_ns >= CALL_MIN_NS && took_ns <= CALL_MAX_NS)
+		return repeat;
+	if (!took_ns)
+		took_ns = 1;
+	want = (unsigned long long)repeat * CALL_TARGET_NS / took_ns;
+	if (want > REPEAT_MAX)
+		want = REPEAT_MAX;
+	want -= want % batch;
+	return want < batch ? batch : want;
+}
+
+static void *sender_main(void *arg)
+{
+	struct sender *s = arg;
+	__u32 repeat = REPEAT_START;
+	cpu_set_t set;
+	LIBBPF_OPTS(bpf_test_run_opts, opts,
+		    .data_in = s->frame,
+		    .data_size_in = s->frame_len,
+		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+		    .batch_size = s->cfg->batch);
+
+	CPU_ZERO(&set);
+	CPU_SET(s->cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set)) {
+		s->err = EINVAL;
+		stopping = true;
+		return NULL;
+	}
+	while (!stopping) {
+		unsigned long long t0 = now_ns();
+
+		opts.repeat = repeat;
+		if (bpf_prog_test_run_opts(s->prog_fd, &opts)) {
+			s->err = errno;
+			stopping = true;
+			break;
+		}
+		s->sent += repeat;
+		repeat = next_repeat(repeat, now_ns() - t0, s->cfg->batch);
+	}
+	return NULL;
+}
+
+static void print_interval(struct sender *senders, unsigned int n, double t, double dt)
+{
+	unsigned long long total = 0, delta[MAX_QUEUES];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		unsigned long long now = senders[i].sent;
+
+		delta[i] = now - senders[i].last_sent;
+		senders[i].last_sent = now;
+		total += delta[i];
+	}
+	printf("{\"type\":\"interval\",\"t\":%.3f,\"interval_s\":%.3f,\"sent\":%llu,\"pps\":%.0f,\"threads\":[",
+	       t, dt, total, dt > 0 ? total / dt : 0.0);
+	for (i = 0; i < n; i++)
+		printf("%s{\"cpu\":%d,\"queue\":%u,\"sent\":%llu}", i ? "," : "", senders[i].cpu,
+		       senders[i].queue, delta[i]);
+	printf("]}\n");
+	fflush(stdout);
+}
+
+static void print_summary(const struct config *cfg, struct sender *senders, unsigned int n,
+			  double elapsed)
+{
+	unsigned long long total = 0;
+	unsigned int i, f;
+
+	for (i = 0; i < n; i++)
+		total += senders[i].sent;
+	printf("{\"type\":\"summary\",\"sent\":%llu,\"elapsed_s\":%.3f,\"pps\":%.0f,\"pkt_len\":%u,"
+	       "\"flows\":%u,\"queues\":%u,\"batch\":%u,\"dev\":\"%s\",\"stopped_by\":\"%s\",\"threads\":[",
+	       total, elapsed, elapsed > 0 ? total / elapsed : 0.0, cfg->pkt_len, cfg->flows,
+	       cfg->queues, cfg->batch, cfg->dev,
+	       stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM" : "duration");
+	for (i = 0; i < n; i++) {
+		printf("%s{\"cpu\":%d,\"queue\":%u,\"flows\":[", i ? "," : "", senders[i].cpu,
+		       senders[i].queue);
+		for (f = senders[i].queue; f < cfg->flows; f += cfg->queues)
+			printf("%s%u", f == senders[i].queue ? "" : ",", f);
+		printf("],\"sent\":%llu}", (unsigned long long)senders[i].sent);
+	}
+	printf("],\"version\":\"%s\"}\n", TRAFFICGEN_VERSION);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct sender senders[MAX_QUEUES] = {};
+	unsigned long long start, next_tick, last_tick, end;
+	struct sigaction sa = { .sa_handler = on_signal };
+	int prog_fd, cursor_fd, err = 0;
+	unsigned int q, frame_len, nthreads;
+	struct bpf_object *obj;
+	sigset_t block, old;
+	struct config cfg;
+	void *frame;
+
+	parse_args(argc, argv, &cfg);
+	check_cpus(&cfg);
+	libbpf_set_print(libbpf_print);
+	frame = build_frame(&cfg, &frame_len);
+	obj = load_obj(&cfg, &prog_fd, &cursor_fd);
+
+	nthreads = cfg.ncpus;
+	for (q = 0; q < nthreads; q++) {
+		senders[q] = (struct sender){ .queue = q, .cpu = cfg.cpus[q], .prog_fd = prog_fd,
+					      .cfg = &cfg, .frame = frame, .frame_len = frame_len };
+		senders[q].nflows = cfg.flows > q ? (cfg.flows - q + cfg.queues - 1) / cfg.queues : 0;
+	}
+	set_cursors(&cfg, cursor_fd, senders);
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* Signals go to the main thread: senders start with them blocked. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	start = now_ns();
+	for (q = 0; q < nthreads; q++) {
+		if (pthread_create(&senders[q].thread, NULL, sender_main, &senders[q]))
+			die("cannot start the sender thread of queue %u", q);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+	end = start + (unsigned long long)(cfg.duration * NSEC_PER_SEC);
+	last_tick = start;
+	next_tick = start + NSEC_PER_SEC;
+	while (!stopping) {
+		unsigned long long now = now_ns(), wake = next_tick < end ? next_tick : end;
+		struct timespec ts;
+
+		if (now >= end)
+			break;
+		if (now < wake) {
+			ts.tv_sec = (wake - now) / NSEC_PER_SEC;
+			ts.tv_nsec = (wake - now) % NSEC_PER_SEC;
+			nanosleep(&ts, NULL); /* EINTR on a signal: loop re-checks */
+			continue;
+		}
+		print_interval(senders, nthreads, (now - start) / 1e9, (now - last_tick) / 1e9);
+		last_tick = now;
+		next_tick += NSEC_PER_SEC;
+	}
+	stopping = true;
+	for (q = 0; q < nthreads; q++)
+		pthread_join(senders[q].thread, NULL);
+	end = now_ns();
+
+	for (q = 0; q < nthreads; q++) {
+		if (senders[q].err) {
+			fprintf(stderr, "xdplab-trafficgen: queue %u on CPU %d: BPF_PROG_RUN failed: %s%s\n",
+				q, senders[q].cpu, strerror(senders[q].err),
+				senders[q].err == EINVAL ? " (kernel without BPF_F_TEST_XDP_LIVE_FRAMES, or bad CPU affinity?)" : "");
+			err = 1;
+		}
+	}
+	bpf_object__close(obj);
+	free(frame);
+	if (err)
+		return EXIT_FAILURE;
+	print_summary(&cfg, senders, nthreads, (end - start) / 1e9);
+	return EXIT_SUCCESS;
+}
