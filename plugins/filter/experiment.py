@@ -9,7 +9,7 @@ import itertools
 import json
 
 from ansible.errors import AnsibleFilterError
-
+from ansible_collections.xdplab.testbed.plugins.module_utils.report import DUT_LIMITED, GENERATOR_LIMITED, KEPT_UP_SHARE
 
 
 def trial_id(point, repetition, identity=None):
@@ -78,10 +78,45 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
     return trials
 
 
+def trial_loss(counted_pps, generator_summary, kept_up_share=KEPT_UP_SHARE):
+    """Where a trial lost packets and which side was the limit.
+
+    counted_pps: what the system under test counted; generator_summary: the summary
+    of xdplab.testbed.traffic_generator (offered_pps, elapsed_s, egress.refused).
+    """
+    try:
+        counted = float(counted_pps)
+        offered = float(generator_summary["offered_pps"])
+        share = float(kept_up_share)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise AnsibleFilterError("trial_loss: needs counted pps and a generator summary with offered_pps (%s)" % exc) from exc
+    lost = max(offered - counted, 0.0)
+    refused = (generator_summary.get("egress") or {}).get("refused")
+    elapsed = generator_summary.get("elapsed_s") or 0
+    refused_pps = refused / elapsed if refused is not None and elapsed else None
+    limit = GENERATOR_LIMITED if offered and counted >= share * offered else DUT_LIMITED
+    if limit == GENERATOR_LIMITED:
+        where = "nowhere: the DUT kept up with the offered load"
+    elif refused_pps is not None and refused_pps >= 0.5 * lost:
+        where = "DUT receive ring full: the egress device refused frames"
+    else:
+        where = "between the generator and the DUT program (port, ring or driver)"
+    return {
+        "offered_pps": offered,
+        "counted_pps": counted,
+        "lost_pps": lost,
+        "pct": round(100.0 * lost / offered, 3) if offered else None,
+        "refused_pps": refused_pps,
+        "limit": limit,
+        "where": where,
+    }
+
+
 class FilterModule:
     def filters(self):
         return {
             "experiment_trials": experiment_trials,
             "done_trial_ids": done_trial_ids,
             "trial_id": trial_id,
+            "trial_loss": trial_loss,
         }

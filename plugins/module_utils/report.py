@@ -24,7 +24,7 @@ KEPT_UP_SHARE = 0.99
 CSV_COLUMNS = (
     "system", "action", "touch", "packet_len", "cores", "repetitions", "mpps_mean", "mpps_stdev",
     "ns_per_packet", "queue_spread", "offered_mpps", "loss_pct", "limit", "paper_mpps",
-)  # fmt: skip
+)
 
 
 def read_records(text):
@@ -118,7 +118,8 @@ def to_markdown(rows, title, provenance_lines=()):
     lines = [
         "## %s" % title,
         "",
-        "| system | touch | size | cores | Mpps (mean) | stdev | ns/pkt | queue spread | offered Mpps | loss % | limit | paper Mpps |",
+        "| system | touch | size | cores | Mpps (mean) | stdev | ns/pkt | queue spread "
+        "| offered Mpps | loss % | limit | paper Mpps |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     flagged = False
@@ -134,7 +135,7 @@ def to_markdown(rows, title, provenance_lines=()):
                 system, r["touch"], r["packet_len"], r["cores"], _fmt(r["mpps_mean"], "%.3f"),
                 _fmt(r["mpps_stdev"], "%.3f"), _fmt(r["ns_per_packet"], "%.1f"), _fmt(r["queue_spread"], "%.2f"),
                 _fmt(r["offered_mpps"], "%.3f"), _fmt(r["loss_pct"], "%.2f"), limit, _fmt(r["paper_mpps"], "%.2f"),
-            )  # fmt: skip
+            )
         )
     lines.append("")
     if flagged:

@@ -104,7 +104,6 @@ skipped_lines:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.xdplab.testbed.plugins.module_utils import report
 
 

@@ -194,7 +194,6 @@ summary:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.xdplab.testbed.plugins.module_utils.generators import BACKENDS, GeneratorError, backend_for
 
 

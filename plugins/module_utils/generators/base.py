@@ -63,7 +63,7 @@ class ProcessRun:
     def spawn(self, command, params, settle=0.5):
         os.makedirs(self.run_dir, exist_ok=True)
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            proc = subprocess.Popen(  # noqa: S603 - command built from validated parameters
+            proc = subprocess.Popen(
                 command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True
             )
         state = {"pid": proc.pid, "start_time": None, "params": params, "command": command, "started": time.time()}

@@ -97,12 +97,12 @@ class XdpLiveGenerator:
             "--cpus", ",".join(str(c) for c in self.sender_cpus),
             "--duration", str(p["duration"]),
             "--batch", str(p["batch"]),
-        ]  # fmt: skip
+        ]
         return cmd
 
     # -- egress counters ---------------------------------------------------------------------
     def egress_counters(self):
-        rc, out, err = self.run_command(["ethtool", "-S", self.p["interface"]])
+        rc, out, _err = self.run_command(["ethtool", "-S", self.p["interface"]])
         if rc != 0:
             return None
         stats = parse_ethtool_stats(out)
@@ -115,7 +115,7 @@ class XdpLiveGenerator:
     def identity(self):
         """The parameters that make two runs the same run (for idempotency)."""
         keys = ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip", "packet_len", "stream_count",
-                "port_base", "queues", "cpus", "duration", "batch")  # fmt: skip
+                "port_base", "queues", "cpus", "duration", "batch")
         return {k: self.p.get(k) for k in keys}
 
     def start(self):
