@@ -1,0 +1,520 @@
+#!/usr/bin/python
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: xdp_program
+short_description: Attach or detach an XDP program on a network interface
+version_added: 0.1.0
+author:
+  - xdplab.testbed developers
+description:
+  - Loads one program of a BPF object file with libbpf (through ctypes, no bpftool or pins needed), sets its
+    C(.rodata) configuration variables by name, and attaches it to an interface given by B(name).
+  - If another program is attached in the same mode it is replaced atomically (C(XDP_FLAGS_REPLACE)); if it is
+    attached in another mode it is detached first, because the kernel does not allow native and generic XDP at
+    the same time on one device.
+  - Idempotent. Nothing is done when the attached program has the same name, mode, C(.rodata) values (read back
+    from the attached program's C(.rodata) map) and was loaded from an object with the same SHA-256. The checksum
+    is recorded at attach time in O(state_dir)/prog-ID.json, keyed by the kernel's program id, which is unique
+    across network namespaces; the record also holds the program tag and load time and is ignored when they do
+    not match. A program attached by something else (no record) is therefore always replaced.
+  - Works inside a network namespace (for example under C(ip netns exec) or the C(xdplab.testbed.netns)
+    connection); the interface name is resolved in the namespace the module runs in.
+extends_documentation_fragment: []
+attributes:
+  check_mode:
+    support: full
+    description: Opens and validates the object, reports what would change, loads nothing into the kernel.
+  diff_mode:
+    support: full
+    description: Before and after show the program name, mode and C(.rodata) variables.
+options:
+  interface:
+    description:
+      - Name of the network interface, in the network namespace the module runs in. Never an ifindex.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) attaches O(program), V(absent) detaches whatever XDP program is attached.
+    type: str
+    choices: [present, absent]
+    default: present
+  object:
+    description:
+      - Path of the BPF object file on the target (for example C(bpf/build/xdp_bench.bpf.o)).
+      - Required when O(state=present).
+    type: path
+  program:
+    description:
+      - Name of the program (the C function name) in O(object), for example V(xdp_bench_drop).
+      - Required when O(state=present).
+    type: str
+  mode:
+    description:
+      - V(native) is driver mode (C(XDP_FLAGS_DRV_MODE)), V(skb) generic mode, V(hw) offload.
+    type: str
+    choices: [native, skb, hw]
+    default: native
+  variables:
+    description:
+      - C(.rodata) variables to set before load, by name, for example C(touch_mode) and C(redirect_ifindex).
+      - Values are integers. A variable whose name ends in C(_ifindex) may also be given an interface name,
+        which is resolved to its ifindex in the module's network namespace.
+      - Variables not given keep the value compiled into the object.
+    type: dict
+    default: {}
+  state_dir:
+    description:
+      - Directory for the attach records (object checksum per program id). C(/run) is a tmpfs, so records
+        disappear with the programs at reboot.
+    type: path
+    default: /run/xdplab/xdp
+requirements:
+  - libbpf.so.1 (Debian package libbpf1) on the target
+  - root (CAP_BPF and CAP_NET_ADMIN)
+notes:
+  - C(/sys/fs/bpf) is not used; programs and maps are found through the interface and kernel object ids.
+seealso:
+  - module: xdplab.testbed.xdp_stats
+"""
+
+EXAMPLES = r"""
+- name: Drop everything arriving on the DUT interface, reading the payload
+  xdplab.testbed.xdp_program:
+    interface: dut0
+    object: /usr/local/lib/xdplab/lib/bpf/xdp_bench.bpf.o
+    program: xdp_bench_drop
+    mode: native
+    variables:
+      touch_mode: 1
+
+- name: Redirect to another interface, given by name
+  xdplab.testbed.xdp_program:
+    interface: dut0
+    object: /usr/local/lib/xdplab/lib/bpf/xdp_bench.bpf.o
+    program: xdp_bench_redirect
+    variables:
+      redirect_ifindex: dut1
+
+- name: Detach
+  xdplab.testbed.xdp_program:
+    interface: dut0
+    state: absent
+"""
+
+RETURN = r"""
+id:
+  description: Kernel id of the attached program (null after O(state=absent)).
+  returned: always
+  type: int
+  sample: 139
+tag:
+  description: Program tag (hex), as shown by C(ip -d link) and C(bpftool prog).
+  returned: always
+  type: str
+  sample: 78fa086e301da3eb
+name:
+  description: Program name (full function name; the kernel itself keeps only 15 characters).
+  returned: always
+  type: str
+  sample: xdp_bench_drop
+mode:
+  description: Attach mode.
+  returned: always
+  type: str
+  sample: native
+interface:
+  description: Interface name.
+  returned: always
+  type: str
+  sample: dut0
+ifindex:
+  description: Interface index in the module's network namespace.
+  returned: always
+  type: int
+  sample: 3
+object_sha256:
+  description: SHA-256 of the object file the attached program was loaded from (null if unknown).
+  returned: always
+  type: str
+  sample: 0c5d6f3e...
+variables:
+  description: C(.rodata) variables of the attached program, read back from the kernel.
+  returned: always
+  type: dict
+  sample: {touch_mode: 1, redirect_ifindex: 0}
+previous:
+  description: The program that was attached before this run (null if none).
+  returned: always
+  type: dict
+  sample: {id: 120, name: xdp_bench_pass, mode: native}
+"""
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import libbpf
+
+KERNEL_NAME_LEN = libbpf.BPF_OBJ_NAME_LEN - 1
+
+
+def interface_index(name):
+    """ifindex of ``name`` in the current network namespace, or ValueError with the list of interfaces."""
+    try:
+        return socket.if_nametoindex(name)
+    except OSError:
+        names = ", ".join(n for _i, n in socket.if_nameindex())
+        raise ValueError(
+            f"interface {name} does not exist in this network namespace; "
+            f"run the task in the namespace that holds it (connection xdplab.testbed.netns); "
+            f"interfaces here: {names}"
+        ) from None
+
+
+def resolve_variables(variables):
+    """Turn option values into ints; ``*_ifindex`` variables may be interface names."""
+    out = {}
+    for name, value in (variables or {}).items():
+        if isinstance(value, bool):
+            raise ValueError(f"variable {name}: expected an integer, got a boolean")
+        if isinstance(value, int):
+            out[name] = value
+            continue
+        text = str(value).strip()
+        try:
+            out[name] = int(text, 0)
+        except ValueError:
+            if name.endswith("_ifindex"):
+                out[name] = interface_index(text)
+            else:
+                raise ValueError(
+                    f"variable {name}: {value!r} is not an integer (only *_ifindex variables take interface names)"
+                ) from None
+    return out
+
+
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def kernel_name(name):
+    return name[:KERNEL_NAME_LEN]
+
+
+class AttachRecords:
+    """Records of what was attached, one JSON file per kernel program id (ids are global, not per netns)."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def path(self, prog_id):
+        return os.path.join(self.directory, f"prog-{int(prog_id)}.json")
+
+    def read(self, info):
+        """The record for program ``info`` (from libbpf.prog_info) if it really describes that program."""
+        try:
+            with open(self.path(info["id"])) as fh:
+                rec = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        if rec.get("tag") != info["tag"] or rec.get("load_time") != info["load_time"]:
+            return None
+        return rec
+
+    def write(self, info, record):
+        os.makedirs(self.directory, mode=0o755, exist_ok=True)
+        record = dict(record, id=info["id"], tag=info["tag"], load_time=info["load_time"], written=time.time())
+        tmp = self.path(info["id"]) + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(record, fh, sort_keys=True)
+        os.replace(tmp, self.path(info["id"]))
+
+    def remove(self, prog_id):
+        with contextlib.suppress(OSError):
+            os.unlink(self.path(prog_id))
+
+    def prune(self):
+        """Drop records of programs that no longer exist."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return
+        for fname in names:
+            if not (fname.startswith("prog-") and fname.endswith(".json")):
+                continue
+            try:
+                prog_id = int(fname[5:-5])
+                os.close(libbpf.prog_fd_by_id(prog_id))
+            except ValueError:
+                continue
+            except libbpf.LibbpfError as exc:
+                if exc.errno == errno.ENOENT:
+                    self.remove(prog_id)
+
+
+class XdpProgram:
+    """Does the work of the module; main() only wires it to AnsibleModule."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.interface = self.params["interface"]
+        self.records = AttachRecords(self.params["state_dir"])
+        self.result = {"changed": False, "interface": self.interface}
+        try:
+            self.ifindex = interface_index(self.interface)
+        except ValueError as exc:
+            self.fail(str(exc))
+        self.result["ifindex"] = self.ifindex
+
+    def fail(self, msg, **kwargs):
+        self.module.fail_json(msg=msg, **dict(self.result, **kwargs))
+
+    # --- what is attached now -------------------------------------------
+    def current(self):
+        """Description of the attached program, or None."""
+        prog_id, mode = libbpf.attached_program(self.ifindex)
+        if not prog_id:
+            return None
+        info = libbpf.prog_info(prog_id)
+        rec = self.records.read(info) or {}
+        variables = {}
+        ro = libbpf.find_prog_map(prog_id, suffix=".rodata")
+        raw = libbpf.read_array(ro["id"])[0] if ro else b""
+        name = info["name"]
+        if rec.get("program") and kernel_name(rec["program"]) == name:
+            name = rec["program"]
+        layout = rec.get("layout") or {}
+        if raw and layout:
+            variables = libbpf.decode_variables(raw, {k: tuple(v) for k, v in layout.items()})
+        return {
+            "id": prog_id,
+            "tag": info["tag"],
+            "name": name,
+            "mode": mode,
+            "object_sha256": rec.get("object_sha256"),
+            "object": rec.get("object"),
+            "rodata": raw,
+            "variables": variables,
+        }
+
+    @staticmethod
+    def diff_view(desc):
+        if not desc:
+            return {}
+        return {"program": desc["name"], "mode": desc["mode"], "variables": desc["variables"]}
+
+    def report(self, desc):
+        keys = ("id", "tag", "name", "mode", "object_sha256", "variables")
+        for key in keys:
+            self.result[key] = desc.get(key) if desc else None
+        if desc is None:
+            self.result["variables"] = {}
+
+    # --- state=present ----------------------------------------------------
+    def open_object(self):
+        path = self.params["object"]
+        if not os.path.isfile(path):
+            self.fail(
+                f"BPF object {path} does not exist on the target; build it with `make -C bpf` "
+                f"or install it with the xdplab.testbed.bpf_programs role"
+            )
+        try:
+            obj = libbpf.BpfObject(path)
+        except libbpf.LibbpfError as exc:
+            self.fail(f"{exc}. {exc.log_tail(10)}".strip())
+        return obj
+
+    def present(self):
+        program, mode = self.params["program"], self.params["mode"]
+        try:
+            wanted_vars = resolve_variables(self.params["variables"])
+        except ValueError as exc:
+            self.fail(str(exc))
+        sha = file_sha256(self.params["object"]) if os.path.isfile(self.params["object"]) else None
+        obj = self.open_object()
+        try:
+            names = obj.program_names()
+            if program not in names:
+                self.fail(f"program {program} is not in {obj.path}; programs in the object: {', '.join(names)}")
+            layout = obj.datasec_layout()
+            unknown = sorted(set(wanted_vars) - set(layout))
+            if unknown:
+                self.fail(
+                    f"unknown .rodata variable(s) {', '.join(unknown)} for {obj.path}; "
+                    f"variables: {', '.join(sorted(layout)) or '(none)'}"
+                )
+            variables = dict(obj.rodata_variables(), **wanted_vars)
+            desired = {"name": program, "mode": mode, "variables": variables, "object_sha256": sha}
+            before = self.current()
+            if before and not before["variables"]:
+                before["variables"] = libbpf.decode_variables(before["rodata"], layout)
+            self.result["previous"] = (
+                {"id": before["id"], "name": before["name"], "mode": before["mode"]} if before else None
+            )
+            if before and self.same(before, desired, layout):
+                self.report(before)
+                if not self.module.check_mode:
+                    self.records.prune()
+                return
+            self.result["changed"] = True
+            if self.module._diff:
+                self.result["diff"] = {"before": self.diff_view(before), "after": self.diff_view(desired)}
+            if self.module.check_mode:
+                self.report(dict(desired, id=None, tag=None))
+                return
+            self.attach(obj, desired, layout, before)
+        finally:
+            obj.close()
+
+    def same(self, before, desired, layout):
+        """The idempotency test: name, mode, .rodata values and object checksum all equal."""
+        if before["object_sha256"] is None or before["object_sha256"] != desired["object_sha256"]:
+            return False
+        if kernel_name(before["name"]) != kernel_name(desired["name"]) or before["mode"] != desired["mode"]:
+            return False
+        current_vars = libbpf.decode_variables(before["rodata"], layout)
+        return current_vars == desired["variables"]
+
+    def attach(self, obj, desired, layout, before):
+        mode = desired["mode"]
+        try:
+            obj.set_rodata(desired["variables"])
+            prog = obj.only_load(desired["name"])
+            obj.load()
+        except libbpf.LibbpfError as exc:
+            tail = exc.log_tail(30)
+            self.fail(
+                f"the kernel rejected {desired['name']} from {obj.path}: {exc}. Verifier log (tail):\n{tail}",
+                verifier_log=tail,
+            )
+        prog_fd = obj.program_fd(prog)
+        old_fd = None
+        # a failed attach changed nothing, unless the old program was already detached
+        self.result["changed"] = False
+        try:
+            if before and before["mode"] == mode:
+                old_fd = libbpf.prog_fd_by_id(before["id"])
+            elif before:
+                # native and generic XDP cannot coexist on one device: detach the old one first
+                libbpf.xdp_detach(self.ifindex, before["mode"])
+                self.records.remove(before["id"])
+                self.result["changed"] = True
+            libbpf.xdp_attach(self.ifindex, prog_fd, mode, old_prog_fd=old_fd)
+        except libbpf.LibbpfError as exc:
+            self.fail(self.attach_error(exc, mode), kernel_log=exc.log_tail(10))
+        finally:
+            if old_fd is not None:
+                os.close(old_fd)
+        self.result["changed"] = True
+        prog_id, attached_mode = libbpf.attached_program(self.ifindex)
+        info = libbpf.prog_info(fd=prog_fd)
+        if prog_id != info["id"]:
+            self.fail(f"attached program id {prog_id} is not the one just loaded ({info['id']}); another tool raced us")
+        self.records.write(
+            info,
+            {
+                "program": desired["name"],
+                "object": os.path.abspath(obj.path),
+                "object_sha256": desired["object_sha256"],
+                "mode": attached_mode,
+                "interface": self.interface,
+                "ifindex": self.ifindex,
+                "variables": desired["variables"],
+                "layout": {k: list(v) for k, v in layout.items()},
+            },
+        )
+        if before:
+            self.records.remove(before["id"])
+        self.records.prune()
+        self.report(self.current())
+
+    def attach_error(self, exc, mode):
+        kernel = exc.log_tail(5)
+        hint = f" Kernel said: {kernel}" if kernel else ""
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL) and mode == "native":
+            return f"driver of {self.interface} does not support native XDP; use mode: skb ({exc}).{hint}"
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL) and mode == "hw":
+            return f"driver of {self.interface} does not support XDP offload; use mode: native or skb ({exc}).{hint}"
+        if exc.errno == errno.EEXIST:
+            return f"the XDP program on {self.interface} changed while attaching; run the task again ({exc}).{hint}"
+        if exc.errno == errno.EBUSY:
+            return (
+                f"an XDP program is attached to {self.interface} in another mode; "
+                f"detach it with state: absent first ({exc}).{hint}"
+            )
+        if exc.errno in (errno.EPERM, errno.EACCES):
+            return f"not allowed to attach XDP to {self.interface}; run as root (become: true) ({exc}).{hint}"
+        return f"attaching to {self.interface} failed: {exc}.{hint}"
+
+    # --- state=absent -----------------------------------------------------
+    def absent(self):
+        before = self.current()
+        self.result["previous"] = (
+            {"id": before["id"], "name": before["name"], "mode": before["mode"]} if before else None
+        )
+        self.report(None)
+        self.result["mode"] = None
+        if not before:
+            return
+        self.result["changed"] = True
+        if self.module._diff:
+            self.result["diff"] = {"before": self.diff_view(before), "after": {}}
+        if self.module.check_mode:
+            return
+        try:
+            old_fd = libbpf.prog_fd_by_id(before["id"])
+            try:
+                libbpf.xdp_detach(self.ifindex, before["mode"], old_prog_fd=old_fd)
+            finally:
+                os.close(old_fd)
+        except libbpf.LibbpfError as exc:
+            self.fail(f"detaching XDP from {self.interface} failed: {exc}", kernel_log=exc.log_tail(10))
+        self.records.remove(before["id"])
+
+    def run(self):
+        try:
+            if self.params["state"] == "present":
+                self.present()
+            else:
+                self.absent()
+        except libbpf.LibbpfError as exc:
+            self.fail(str(exc), libbpf_log=exc.log_tail(20))
+        return self.result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "interface": {"type": "str", "required": True},
+            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+            "object": {"type": "path"},
+            "program": {"type": "str"},
+            "mode": {"type": "str", "choices": ["native", "skb", "hw"], "default": "native"},
+            "variables": {"type": "dict", "default": {}},
+            "state_dir": {"type": "path", "default": "/run/xdplab/xdp"},
+        },
+        required_if=[("state", "present", ("object", "program"))],
+        supports_check_mode=True,
+    )
+    module.exit_json(**XdpProgram(module).run())
+
+
+if __name__ == "__main__":
+    main()
