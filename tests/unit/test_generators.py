@@ -1,0 +1,92 @@
+"""Generator interface: CPU choice for veth steering and process bookkeeping (real processes)."""
+
+import json
+import os
+import sys
+import textwrap
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators import GeneratorError, backend_for
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import ProcessRun
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators.xdp_live import pick_sender_cpus
+
+
+def test_one_sender_per_queue_on_a_cpu_of_matching_residue():
+    assert pick_sender_cpus([0], 1, 1) == [0]
+    assert pick_sender_cpus([0, 1], 2, 2) == [0, 1]
+    assert pick_sender_cpus([2, 3, 4, 5], 4, 4) == [4, 5, 2, 3]
+    # more flows than queues: still one thread per queue
+    assert pick_sender_cpus([0, 1], 2, 7) == [0, 1]
+    assert pick_sender_cpus([0, 1, 2, 3], 4, 2) == [0, 1]
+
+
+def test_unreachable_queue_is_a_clear_error():
+    with pytest.raises(GeneratorError, match="DUT queue 1 cannot be reached"):
+        pick_sender_cpus([0, 2], 2, 2)
+
+
+def test_unknown_backend():
+    with pytest.raises(GeneratorError, match="known backends: xdp_live"):
+        backend_for("pktgen")
+
+
+FAKE = textwrap.dedent(
+    """
+    import json, signal, sys, time
+    stop = False
+    def handler(*_):
+        global stop
+        stop = True
+    signal.signal(signal.SIGINT, handler)
+    sent = 0
+    deadline = time.monotonic() + float(sys.argv[1])
+    while not stop and time.monotonic() < deadline:
+        time.sleep(0.02)
+        sent += 1000
+        print(json.dumps({"type": "interval", "sent": sent}), flush=True)
+    print(json.dumps({"type": "summary", "sent": sent, "elapsed_s": 1.0, "pps": float(sent)}), flush=True)
+    """
+)
+
+
+@pytest.fixture
+def fake(tmp_path):
+    script = tmp_path / "fake_gen.py"
+    script.write_text(FAKE)
+    return [sys.executable, str(script)]
+
+
+def test_process_run_start_stop_and_summary(tmp_path, fake):
+    run = ProcessRun(str(tmp_path / "run"), "trial")
+    state = run.spawn(fake + ["30"], {"identity": {"a": 1}})
+    assert run.running()
+    assert os.path.exists(run.state_path)
+    with open(run.state_path) as f:
+        assert json.load(f)["pid"] == state["pid"]
+    assert run.stop(timeout=5) is True
+    assert not run.running()
+    records = run.json_lines()
+    assert records[-1]["type"] == "summary"
+    assert records[-1]["sent"] > 0
+    # stopping again is a no-op
+    assert run.stop(timeout=1) is False
+
+
+def test_process_run_wait_for_natural_end(tmp_path, fake):
+    run = ProcessRun(str(tmp_path), "short")
+    run.spawn(fake + ["0.3"], {})
+    assert run.wait(timeout=10)
+    assert run.json_lines()[-1]["type"] == "summary"
+
+
+def test_process_that_fails_at_start_reports_its_stderr(tmp_path):
+    run = ProcessRun(str(tmp_path), "bad")
+    with pytest.raises(GeneratorError, match="exited with status 3 at start: no such device"):
+        run.spawn([sys.executable, "-c", "import sys; sys.stderr.write('no such device'); sys.exit(3)"], {})
+
+
+def test_recycled_pid_is_not_our_process(tmp_path):
+    run = ProcessRun(str(tmp_path), "old")
+    with open(run.state_path, "w") as f:
+        json.dump({"pid": os.getpid(), "start_time": 1, "params": {}, "command": []}, f)
+    assert not run.running()

@@ -1,0 +1,94 @@
+"""Report tables from trial records (plugins/module_utils/report.py)."""
+
+import csv
+import io
+import json
+import os
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import report
+
+REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "reference", "drop_vs_cores.csv")
+
+
+def record(cores, touch, rep, pps, offered, limit, spread=1.0):
+    return {
+        "trial_id": "%s-%s-%s" % (cores, touch, rep),
+        "status": "ok",
+        "point": {"system": "xdp", "action": "drop", "touch": touch, "packet_len": 64, "cores": cores},
+        "repetition": rep,
+        "result": {"pps": pps, "queue_spread": spread},
+        "generator": {"offered_pps": offered},
+        "loss": {"pct": 100.0 * (offered - pps) / offered, "limit": limit},
+        "provenance": {
+            "dut": {"kernel_release": "6.18.44", "interface": "veth-dut0", "driver": "veth", "rx_queues": 1},
+            "program": {"name": "xdp_bench_drop", "tag": "abcd", "object_sha256": "f" * 64},
+            "generator": {"backend": "xdp_live", "version": "0.1.0"},
+            "controller": {"collection_version": "0.1.0"},
+        },
+    }
+
+
+RECORDS = [
+    record(1, "no_touch", 1, 5.9e6, 6.2e6, "dut"),
+    record(1, "no_touch", 2, 6.1e6, 6.2e6, "dut"),
+    record(1, "no_touch", 3, 6.0e6, 6.2e6, "dut"),
+    record(2, "no_touch", 1, 7.0e6, 7.02e6, "generator", spread=1.4),
+    record(1, "read", 1, 5.0e6, 6.0e6, "dut"),
+]
+
+
+def test_aggregate_mean_stdev_ns_and_limit():
+    rows = report.aggregate(RECORDS)
+    assert [(r["touch"], r["cores"]) for r in rows] == [("no_touch", 1), ("no_touch", 2), ("read", 1)]
+    one = rows[0]
+    assert one["repetitions"] == 3
+    assert one["mpps_mean"] == pytest.approx(6.0)
+    assert one["mpps_stdev"] == pytest.approx(0.1)
+    assert one["ns_per_packet"] == pytest.approx(166.67, abs=0.01)
+    assert one["limit"] == "dut"
+    assert rows[1]["limit"] == "generator"
+    assert rows[1]["queue_spread"] == 1.4
+    assert rows[2]["mpps_stdev"] == 0.0
+
+
+def test_reference_column_from_the_paper_csv():
+    with open(REFERENCE) as f:
+        ref = report.load_reference(f.read(), "xdp_drop_pps")
+    assert ref[1] == pytest.approx(23.863471)
+    rows = report.aggregate(RECORDS, {"xdp": ref})
+    assert rows[0]["paper_mpps"] == pytest.approx(23.86)
+    assert rows[1]["paper_mpps"] == pytest.approx(45.51)
+
+
+def test_markdown_flags_offered_load_and_lists_provenance():
+    rows = report.aggregate(RECORDS)
+    md = report.to_markdown(rows, "XDP_DROP", report.provenance_lines(RECORDS))
+    lines = md.splitlines()
+    assert lines[0] == "## XDP_DROP"
+    table = [line for line in lines if line.startswith("| xdp")]
+    assert len(table) == 3
+    assert "offered load *" in table[1] and "offered load *" not in table[0]
+    assert any(line.startswith("\\* offered load") for line in lines)
+    assert any("kernel 6.18.44 on veth-dut0" in line and "tag abcd" in line for line in lines)
+
+
+def test_csv_round_trips():
+    rows = report.aggregate(RECORDS)
+    parsed = list(csv.DictReader(io.StringIO(report.to_csv(rows))))
+    assert [p["cores"] for p in parsed] == ["1", "2", "1"]
+    assert parsed[0]["paper_mpps"] == ""
+    assert float(parsed[0]["mpps_mean"]) == pytest.approx(6.0)
+
+
+def test_read_records_skips_cut_lines_and_failed_trials():
+    text = "\n".join(json.dumps(r) for r in RECORDS[:2]) + '\n{"trial_id": "x", "status": "failed"}\n{"cut'
+    records, bad = report.read_records(text)
+    assert len(records) == 2
+    assert bad == 1
+
+
+def test_limit_of():
+    assert report.limit_of(99, 100) == "generator"
+    assert report.limit_of(98, 100) == "dut"
+    assert report.limit_of(0, 0) == "dut"
