@@ -1,0 +1,80 @@
+# xdplab.testbed: two commands on a fresh Debian 12 machine, as root.
+#   make paper-drop   the XDP_DROP experiment on the virtual lab, then its table
+#   make test         every test (lint, unit, kernel integration, molecule)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+INVENTORY ?= inventories/vlab
+ARGS ?=
+ANSIBLE_PLAYBOOK := $(VENV)/bin/ansible-playbook
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: paper-drop test lint unit integration molecule bench testbed-down system-deps clean help
+
+help:
+	@echo "make paper-drop   run the XDP_DROP experiment on the virtual lab (ARGS='-e ...' to override)"
+	@echo "make test         lint + unit + integration + molecule"
+	@echo "make bench        benchmarks (figures in docs/BENCHMARKS.md)"
+	@echo "make testbed-down stop generators, detach programs, remove the virtual lab"
+
+# -- environment -----------------------------------------------------------------------------
+$(VENV)/bin/activate:
+	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c 'import ensurepip' 2>/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+
+$(VENV)/.run-deps: requirements.txt | $(VENV)/bin/activate
+	$(VENV)/bin/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.test-deps: requirements-test.txt requirements.txt | $(VENV)/bin/activate
+	$(VENV)/bin/pip install -q -r requirements-test.txt
+	touch $@ $(VENV)/.run-deps
+
+# -- the main experiment -----------------------------------------------------------------------
+# The playbook installs the system packages (role vlab), builds bpf/ (role bpf_programs),
+# runs the matrix and prints the table. Whatever the exit (error, Ctrl-C), testbed_down.yml
+# leaves the machine as found; finished trials stay in results/ and a re-run resumes.
+paper-drop: $(VENV)/.run-deps
+	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_drop.yml $(ARGS)
+
+testbed-down: $(VENV)/.run-deps
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml
+
+# -- tests ---------------------------------------------------------------------------------------
+# System packages the tests need (clang, bpftool, libbpf, ethtool, ...), installed by the
+# role vlab's install phase, then bpf/ built in the tree.
+system-deps: $(VENV)/.test-deps
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/vlab.yml --tags vlab_install
+	$(MAKE) -C bpf
+
+lint: $(VENV)/.test-deps
+	$(VENV)/bin/yamllint --strict .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ansible-lint --offline
+	$(ANSIBLE_PLAYBOOK) -i inventories/lab playbooks/paper_drop.yml --syntax-check
+	$(ANSIBLE_PLAYBOOK) -i inventories/vlab playbooks/paper_drop.yml --syntax-check
+
+unit: $(VENV)/.test-deps
+	$(VENV)/bin/pytest -q tests/unit
+
+integration: system-deps
+	$(VENV)/bin/pytest -q -m root tests/integration
+
+molecule: system-deps
+	$(VENV)/bin/molecule test --all
+
+test: lint system-deps
+	$(VENV)/bin/pytest -q tests
+	$(VENV)/bin/molecule test --all
+
+bench: system-deps
+	bash benchmarks/bpf_overhead.sh
+	bash benchmarks/generator_ceiling.sh
+	$(VENV)/bin/python benchmarks/stats_accuracy.py
+
+clean:
+	rm -rf bpf/build .pytest_cache .ruff_cache
