@@ -14,7 +14,7 @@ import ipaddress
 import os
 import re
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.ethtool import parse_ethtool_stats
+from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import GeneratorError, ProcessRun
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
@@ -101,11 +101,11 @@ class XdpLiveGenerator:
         return cmd
 
     # -- egress counters ---------------------------------------------------------------------
-    def egress_counters(self):
-        rc, out, _err = self.run_command(["ethtool", "-S", self.p["interface"]])
-        if rc != 0:
-            return None
-        stats = parse_ethtool_stats(out)
+    def egress_counters(self, interface):
+        try:
+            stats = ethtool.stats(self.run_command, interface)
+        except ethtool.EthtoolError:
+            return None  # a driver without statistics: egress stays unknown
         return {
             "delivered": sum(v for k, v in stats.items() if EGRESS_DELIVERED.match(k)),
             "refused": sum(v for k, v in stats.items() if EGRESS_REFUSED.match(k)),
@@ -119,7 +119,8 @@ class XdpLiveGenerator:
         return {k: self.p.get(k) for k in keys}
 
     def start(self):
-        state = self.run.spawn(self.command(), {"identity": self.identity(), "egress_before": self.egress_counters()})
+        params = {"identity": self.identity(), "egress_before": self.egress_counters(self.p["interface"])}
+        state = self.run.spawn(self.command(), params)
         return state
 
     def summary(self, state):
@@ -129,8 +130,10 @@ class XdpLiveGenerator:
             raise GeneratorError(
                 "the generator left no summary in %s: %s" % (self.run.out_path, self.run.read_err().strip() or "no error")
             )
-        before = (state or {}).get("params", {}).get("egress_before")
-        after = self.egress_counters()
+        params = (state or {}).get("params", {})
+        before = params.get("egress_before")
+        interface = params.get("identity", {}).get("interface") or self.p.get("interface")
+        after = self.egress_counters(interface) if interface else None
         egress = {"delivered": None, "refused": None}
         if before and after:
             egress = {k: after[k] - before[k] for k in egress}
