@@ -45,7 +45,7 @@ def ansible(inventory, host, module, args):
     if line is None or "=> " not in line:
         raise SystemExit("%s on %s gave no result: %s" % (module, host, (out.stdout + out.stderr)[-2000:]))
     result = json.loads(line.split("=> ", 1)[1])
-    if result.get("failed") or result.get("unreachable") or " | SUCCESS" not in line and " | CHANGED" not in line:
+    if result.get("failed") or result.get("unreachable") or (" | SUCCESS" not in line and " | CHANGED" not in line):
         raise SystemExit("%s on %s failed: %s" % (module, host, result.get("msg")))
     return result
 
@@ -57,11 +57,10 @@ def main():
     args = ap.parse_args()
     sh("make", "-s", "-C", os.path.join(ROOT, "bpf"))
     build = os.path.join(ROOT, "bpf", "build")
-    inventory = tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False)
-    json.dump({"all": {"hosts": {"tg": {"ansible_host": NS_TG}, "dut": {"ansible_host": NS_DUT}},
-                       "vars": {"ansible_connection": "xdplab.testbed.netns",
-                                "ansible_python_interpreter": sys.executable}}}, inventory)  # fmt: skip
-    inventory.close()
+    with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as inventory:
+        json.dump({"all": {"hosts": {"tg": {"ansible_host": NS_TG}, "dut": {"ansible_host": NS_DUT}},
+                           "vars": {"ansible_connection": "xdplab.testbed.netns",
+                                    "ansible_python_interpreter": sys.executable}}}, inventory)  # fmt: skip
     worst = 0.0
     try:
         sh("ip", "netns", "add", NS_TG)
