@@ -191,8 +191,8 @@ def summarize(snapshots, threshold=DEFAULT_THRESHOLD):
 # --- xdp_rxq_info text ------------------------------------------------------------------------
 _NUM = r"([\d,]+)"
 _HEADER = re.compile(r"Running XDP on dev:(\S+) \(ifindex:(\d+)\) action:(\S+)(?: options:(\S+))?")
-_CPU = re.compile(r"XDP-RX CPU (\d+)\s+" + _NUM + r"\s+" + _NUM)
-_CPU_TOTAL = re.compile(r"XDP-RX CPU total\s+" + _NUM)
+_CPU = re.compile(r"XDP-RX CPU\s+(\d+)\s+" + _NUM + r"\s+" + _NUM)
+_CPU_TOTAL = re.compile(r"XDP-RX CPU\s+total\s+" + _NUM)
 _RXQ = re.compile(r"rx_queue_index\s+(\d+):(\d+)\s+" + _NUM + r"\s+" + _NUM)
 _RXQ_SUM = re.compile(r"rx_queue_index\s+(\d+):sum\s+" + _NUM)
 
