@@ -61,6 +61,8 @@ static __always_inline int touch_packet(struct xdp_md *ctx)
  */
 static __always_inline int count_and_touch(struct xdp_md *ctx, int action)
 {
+	void *data_end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
 	__u32 key = ctx->rx_queue_index;
 	struct rxq_counters *rxq;
 
@@ -70,7 +72,7 @@ static __always_inline int count_and_touch(struct xdp_md *ctx, int action)
 	if (!rxq)
 		return XDP_ABORTED;
 	rxq->packets++;
-	rxq->bytes += ctx->data_end - ctx->data;
+	rxq->bytes += data_end - data;
 	if (touch_packet(ctx) < 0) {
 		rxq->errors++;
 		return XDP_ABORTED;
