@@ -160,6 +160,7 @@ def provenance_lines(records):
         dut = prov.get("dut", {})
         prog = prov.get("program", {})
         gen = prov.get("generator", {})
+        controller = prov.get("controller", {})
         line = "kernel %s%s on %s (%s, %s queues); program %s tag %s (object sha256 %s); generator %s %s; " "collection %s%s" % (
             dut.get("kernel_release", "?"),
             (" commit " + dut["kernel_commit"]) if dut.get("kernel_commit") else "",
@@ -171,8 +172,8 @@ def provenance_lines(records):
             (prog.get("object_sha256") or "?")[:12],
             gen.get("backend", "?"),
             gen.get("version", ""),
-            prov.get("collection_version", "?"),
-            (" @" + prov["repo_commit"]) if prov.get("repo_commit") else "",
+            controller.get("collection_version", "?"),
+            (" @" + controller["repo_commit"]) if controller.get("repo_commit") else "",
         )
         if line not in seen:
             seen.append(line)

@@ -24,7 +24,7 @@ def record(cores, touch, rep, pps, offered, limit, spread=1.0):
             "dut": {"kernel_release": "6.18.44", "interface": "veth-dut0", "driver": "veth", "rx_queues": 1},
             "program": {"name": "xdp_bench_drop", "tag": "abcd", "object_sha256": "f" * 64},
             "generator": {"backend": "xdp_live", "version": "0.1.0"},
-            "controller": {"collection_version": "0.1.0"},
+            "controller": {"collection_version": "0.1.0", "repo_commit": "10a00be"},
         },
     }
 
@@ -71,6 +71,7 @@ def test_markdown_flags_offered_load_and_lists_provenance():
     assert "offered load *" in table[1] and "offered load *" not in table[0]
     assert any(line.startswith("\\* offered load") for line in lines)
     assert any("kernel 6.18.44 on veth-dut0" in line and "tag abcd" in line for line in lines)
+    assert any(line.endswith("collection 0.1.0 @10a00be") for line in lines)
 
 
 def test_csv_round_trips():
