@@ -9,6 +9,7 @@ import itertools
 import json
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators import backend_names
 from ansible_collections.xdplab.testbed.plugins.module_utils.report import DUT_LIMITED, GENERATOR_LIMITED, KEPT_UP_SHARE
 
 
@@ -112,6 +113,11 @@ def trial_loss(counted_pps, generator_summary, kept_up_share=KEPT_UP_SHARE):
     }
 
 
+def generator_backends(_ignored=None):
+    """Names of the generator backends xdplab.testbed.traffic_generator knows."""
+    return backend_names()
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -119,4 +125,5 @@ class FilterModule:
             "done_trial_ids": done_trial_ids,
             "trial_id": trial_id,
             "trial_loss": trial_loss,
+            "generator_backends": generator_backends,
         }

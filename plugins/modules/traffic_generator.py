@@ -23,9 +23,10 @@ author:
   - xdplab.testbed developers
 options:
   backend:
-    description: Which generator produces the traffic.
+    description:
+      - Which generator produces the traffic. Known today, V(xdp_live); T-Rex (hardware) joins later.
+      - With O(state=stopped) the backend that started the run is used, whatever this says.
     type: str
-    choices: [xdp_live]
     default: xdp_live
   state:
     description:
@@ -194,41 +195,47 @@ summary:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators import BACKENDS, GeneratorError, backend_for
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators import GeneratorError, backend_for
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import ProcessRun
 
 
 class TrafficGenerator:
     def __init__(self, module):
         self.module = module
         self.p = module.params
-        self.backend = backend_for(self.p["backend"])(self.p, module.run_command)
+        self.run_files = ProcessRun(self.p["run_dir"], self.p["name"])
         self.result = {"changed": False, "running": False, "command": []}
+
+    def backend(self, name):
+        return backend_for(name)(self.p, self.module.run_command)
 
     def ensure_started(self):
         for key in ("stream_count", "queues", "duration", "batch"):
             if self.p[key] < 1:
                 raise GeneratorError("%s must be a positive number, got %d" % (key, self.p[key]))
-        self.backend.validate()
-        run = self.backend.run
+        backend = self.backend(self.p["backend"])
+        backend.validate()
+        run = self.run_files
         state = run.load_state()
         if run.running(state):
-            if state["params"].get("identity") == self.backend.identity():
+            if state.get("backend") == backend.name and state["params"].get("identity") == backend.identity():
                 self.result.update(running=True, pid=state["pid"], command=state["command"])
                 return
             if not self.module.check_mode:
                 run.stop(self.p["stop_timeout"])
         self.result["changed"] = True
-        self.result["command"] = self.backend.command()
+        self.result["command"] = backend.command()
         if self.module.check_mode:
             return
-        state = self.backend.start()
+        state = backend.start()
         self.result.update(running=True, pid=state["pid"])
 
     def ensure_stopped(self):
-        run = self.backend.run
+        run = self.run_files
         state = run.load_state()
         if state is None:
-            return
+            return  # nothing was started under this name: nothing to stop, whatever the backend
+        backend = self.backend(state.get("backend", self.p["backend"]))
         self.result["command"] = state.get("command", [])
         if run.running(state):
             self.result["changed"] = True
@@ -237,7 +244,7 @@ class TrafficGenerator:
                 return
             if not (self.p["wait"] and run.wait(self.p["duration"] + self.p["stop_timeout"])):
                 run.stop(self.p["stop_timeout"])
-        self.result["summary"] = self.backend.summary(state)
+        self.result["summary"] = backend.summary(state)
 
     def run(self):
         if self.p["state"] == "started":
@@ -250,7 +257,7 @@ class TrafficGenerator:
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            backend=dict(type="str", default="xdp_live", choices=sorted(BACKENDS)),
+            backend=dict(type="str", default="xdp_live"),
             state=dict(type="str", default="started", choices=["started", "stopped"]),
             name=dict(type="str", default="trial"),
             run_dir=dict(type="path", default="/run/xdplab/generator"),

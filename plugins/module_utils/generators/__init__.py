@@ -24,7 +24,11 @@ BACKENDS = {
     XdpLiveGenerator.name: XdpLiveGenerator,
 }
 
-__all__ = ["BACKENDS", "GeneratorError", "backend_for"]
+__all__ = ["BACKENDS", "GeneratorError", "backend_for", "backend_names"]
+
+
+def backend_names():
+    return sorted(BACKENDS)
 
 
 def backend_for(name):
@@ -32,5 +36,5 @@ def backend_for(name):
         return BACKENDS[name]
     except KeyError:
         raise GeneratorError(
-            "unknown generator backend %r; known backends: %s" % (name, ", ".join(sorted(BACKENDS)))
+            "unknown generator backend %r; known backends: %s" % (name, ", ".join(backend_names()))
         ) from None

@@ -38,6 +38,8 @@ def _proc_start_time(pid):
 class ProcessRun:
     """Files and process of one generator run."""
 
+    backend = None  # name of the backend that owns the run, recorded in the state file
+
     def __init__(self, run_dir, name):
         self.run_dir = run_dir
         self.name = name
@@ -66,7 +68,15 @@ class ProcessRun:
             proc = subprocess.Popen(
                 command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True
             )
-        state = {"pid": proc.pid, "start_time": None, "params": params, "command": command, "started": time.time()}
+        state = {
+            "backend": self.backend,
+            "pid": proc.pid,
+            "start_time": None,
+            "params": params,
+            "command": command,
+            "started": time.time(),
+            "started_monotonic": time.monotonic(),
+        }
         deadline = time.monotonic() + settle
         while time.monotonic() < deadline:
             if proc.poll() is not None:

@@ -48,6 +48,7 @@ class XdpLiveGenerator:
         self.p = params
         self.run_command = run_command  # AnsibleModule.run_command
         self.run = ProcessRun(params["run_dir"], params["name"])
+        self.run.backend = self.name
 
     # -- validation -------------------------------------------------------------------------
     def validate(self):
