@@ -102,6 +102,13 @@ seconds:
   returned: always
   type: float
   sample: 3.0001
+window:
+  description:
+    - Start and end of the measurement window on the host's monotonic clock (CLOCK_MONOTONIC, seconds),
+      so other measurements of the same host (a generator's per-second records) can be cut to the same window.
+  returned: always
+  type: dict
+  sample: {start: 18342.501, end: 18345.502}
 bytes_per_second:
   description: Bytes per second (frame length as the XDP program sees it).
   returned: always
@@ -295,6 +302,7 @@ class XdpStats:
         except libbpf.LibbpfError as exc:
             self.fail(f"reading XDP counters of {self.interface} failed: {exc}")
         self.result.update(xdp_counters.summarize(snaps, self.p["imbalance_threshold"]))
+        self.result["window"] = {"start": snaps[0][0], "end": snaps[-1][0]}
         self.result["ethtool"] = {}
         if eth0 and eth1:
             self.result["ethtool"] = ethtool.counter_rates(eth0[1], eth1[1], eth1[0] - eth0[0])
