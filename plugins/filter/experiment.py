@@ -79,11 +79,41 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
     return trials
 
 
-def trial_loss(counted_pps, generator_summary, kept_up_share=KEPT_UP_SHARE):
+def offered_in_window(intervals, window):
+    """Offered rate over a measurement window, from a generator's per-interval records.
+
+    Each record covers (mono - interval_s, mono] on the host's monotonic clock; a record
+    counts with the share of it that overlaps the window. None when the records do not
+    cover at least half of the window (different hosts' clocks, or no timestamps).
+    """
+    if not window or not intervals:
+        return None
+    start, end = float(window["start"]), float(window["end"])
+    if end <= start:
+        return None
+    sent = covered = 0.0
+    for rec in intervals:
+        if "mono" not in rec or not rec.get("interval_s"):
+            return None
+        r_end = float(rec["mono"])
+        r_start = r_end - float(rec["interval_s"])
+        overlap = min(end, r_end) - max(start, r_start)
+        if overlap > 0:
+            sent += rec["sent"] * overlap / (r_end - r_start)
+            covered += overlap
+    if covered < 0.5 * (end - start):
+        return None
+    return sent / covered
+
+
+def trial_loss(counted_pps, generator_summary, window=None, kept_up_share=KEPT_UP_SHARE):
     """Where a trial lost packets and which side was the limit.
 
-    counted_pps: what the system under test counted; generator_summary: the summary
-    of xdplab.testbed.traffic_generator (offered_pps, elapsed_s, egress.refused).
+    counted_pps: what the system under test counted over `window` ({start, end} on the
+    monotonic clock); generator_summary: the summary of xdplab.testbed.traffic_generator
+    (offered_pps, elapsed_s, egress.refused, intervals). The offered load is taken over the
+    same window when the generator's records allow it (offered_basis: window), else over
+    the generator's whole run (offered_basis: run).
     """
     try:
         counted = float(counted_pps)
@@ -91,6 +121,10 @@ def trial_loss(counted_pps, generator_summary, kept_up_share=KEPT_UP_SHARE):
         share = float(kept_up_share)
     except (TypeError, ValueError, KeyError) as exc:
         raise AnsibleFilterError("trial_loss: needs counted pps and a generator summary with offered_pps (%s)" % exc) from exc
+    in_window = offered_in_window(generator_summary.get("intervals"), window)
+    basis = "run"
+    if in_window is not None:
+        offered, basis = in_window, "window"
     lost = max(offered - counted, 0.0)
     refused = (generator_summary.get("egress") or {}).get("refused")
     elapsed = generator_summary.get("elapsed_s") or 0
@@ -104,6 +138,7 @@ def trial_loss(counted_pps, generator_summary, kept_up_share=KEPT_UP_SHARE):
         where = "between the generator and the DUT program (port, ring or driver)"
     return {
         "offered_pps": offered,
+        "offered_basis": basis,
         "counted_pps": counted,
         "lost_pps": lost,
         "pct": round(100.0 * lost / offered, 3) if offered else None,

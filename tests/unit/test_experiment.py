@@ -93,3 +93,33 @@ def test_loss_dut_limited_elsewhere_when_egress_unknown():
 def test_loss_needs_a_summary():
     with pytest.raises(AnsibleFilterError, match="offered_pps"):
         trial_loss(1, {})
+
+
+def intervals(start, rates):
+    """Per-second generator records ending at start+1, start+2, ..."""
+    return [{"mono": start + i + 1, "interval_s": 1.0, "sent": r} for i, r in enumerate(rates)]
+
+
+def test_offered_load_is_cut_to_the_measurement_window():
+    # ramp-up second at 1 Mpps, then 6 Mpps; the window covers seconds 2..4 only
+    summary = {"offered_pps": 4.0e6, "elapsed_s": 5, "egress": {"refused": 0},
+               "intervals": intervals(100.0, [1e6, 6e6, 6e6, 6e6, 1e6])}  # fmt: skip
+    verdict = trial_loss(5.95e6, summary, window={"start": 101.0, "end": 104.0})
+    assert verdict["offered_basis"] == "window"
+    assert verdict["offered_pps"] == pytest.approx(6e6)
+    assert verdict["limit"] == "generator"
+    # the whole-run average would have hidden that the DUT kept up
+    assert trial_loss(5.95e6, dict(summary, intervals=[]))["offered_basis"] == "run"
+
+
+def test_partial_overlap_is_weighted():
+    summary = {"offered_pps": 0, "intervals": intervals(0.0, [2e6, 4e6])}
+    verdict = trial_loss(3e6, summary, window={"start": 0.5, "end": 1.5})
+    assert verdict["offered_pps"] == pytest.approx(3e6)
+
+
+def test_records_from_another_clock_fall_back_to_the_run():
+    summary = {"offered_pps": 5e6, "intervals": intervals(5000.0, [5e6, 5e6])}
+    verdict = trial_loss(4e6, summary, window={"start": 10.0, "end": 12.0})
+    assert verdict["offered_basis"] == "run"
+    assert verdict["offered_pps"] == 5e6
