@@ -534,8 +534,11 @@ static void print_interval(struct sender *senders, unsigned int n, double t, dou
 		senders[i].last_sent = now;
 		total += delta[i];
 	}
-	printf("{\"type\":\"interval\",\"t\":%.3f,\"interval_s\":%.3f,\"sent\":%llu,\"pps\":%.0f,\"threads\":[",
-	       t, dt, total, dt > 0 ? total / dt : 0.0);
+	/* mono: end of the interval on CLOCK_MONOTONIC, so a reader on the same host can cut
+	 * the records to its own measurement window */
+	printf("{\"type\":\"interval\",\"t\":%.3f,\"mono\":%.6f,\"interval_s\":%.3f,\"sent\":%llu,"
+	       "\"pps\":%.0f,\"threads\":[",
+	       t, (double)now_ns() / NSEC_PER_SEC, dt, total, dt > 0 ? total / dt : 0.0);
 	for (i = 0; i < n; i++)
 		printf("%s{\"cpu\":%d,\"queue\":%u,\"sent\":%llu}", i ? "," : "", senders[i].cpu,
 		       senders[i].queue, delta[i]);
