@@ -13,7 +13,7 @@ description:
   - The one generator interface of xdplab.testbed. A trial starts traffic with O(state=started),
     measures the device under test, then stops it with O(state=stopped), which returns a summary of
     what was sent in the same shape for every backend.
-  - Backend V(xdp_live) runs C(xdplab-trafficgen) (bpf/xdp_trafficgen.c) on the virtual lab: BPF_PROG_RUN
+  - Backend V(xdp_live) runs C(xdplab-trafficgen) (bpf/xdp_trafficgen.c) on the virtual lab, BPF_PROG_RUN
     with live frames, one sender thread per DUT RX queue, so flow I(i) (UDP destination port
     O(port_base)+I(i)) lands on DUT queue I(i mod queues), as the paper's T-Rex profile udp_for_benchmarks.py
     does with RSS on hardware.
