@@ -187,7 +187,7 @@ summary:
     egress:
       description:
         - Frames the egress device handed on (delivered) and refused because the receiver's ring was full
-          (refused: loss caused by the DUT), from the egress interface's counters. null where unknown.
+          (refused, loss caused by the DUT), from the egress interface counters; null where unknown.
       type: dict
     version:
       description: Version string of the generator program.
