@@ -122,14 +122,8 @@ def test_converge_pin_idempotence_check_mode_and_teardown(tmp_path, names):
     # permanent neighbours: the generator needs no ARP
     neigh = json.loads(sh("ip", "-n", names[0], "-j", "neigh", "show", "dev", "xvt-a0").stdout)
     assert [(n["dst"], n["lladdr"], n["state"]) for n in neigh] == [("198.18.8.2", "02:00:00:00:78:02", ["PERMANENT"])]
-    assert (
-        sh("ip", "netns", "exec", names[0], "ping", "-c", "1", "-W", "1", "198.18.8.2", check=False).returncode
-        in (
-            0,
-            127,  # no ping installed
-        )
-        or shutil.which("ping") is None
-    )
+    if shutil.which("ping"):
+        assert sh("ip", "netns", "exec", names[0], "ping", "-c", "1", "-W", "1", "198.18.8.2", check=False).returncode == 0
 
     second = run_module(tmp_path, args)
     assert second["changed"] is False and second["actions"] == [], second
