@@ -41,7 +41,7 @@ options:
     required: true
   state:
     description:
-      - V(present) attaches O(program), V(absent) detaches whatever XDP program is attached.
+      - V(present) attaches O(program), V(absent) detaches whatever XDP program is attached (an interface that does not exist has nothing attached: V(absent) succeeds with a warning).
     type: str
     choices: [present, absent]
     default: present
@@ -280,7 +280,11 @@ class XdpProgram:
         try:
             self.ifindex = interface_index(self.interface)
         except ValueError as exc:
-            self.fail(str(exc))
+            if self.params["state"] != "absent":
+                self.fail(str(exc))
+            # nothing can be attached to an interface that is not there: absent already holds
+            self.ifindex = None
+            self.module.warn(f"{exc}; nothing to detach")
         self.result["ifindex"] = self.ifindex
 
     def fail(self, msg, **kwargs):
@@ -465,7 +469,7 @@ class XdpProgram:
 
     # --- state=absent -----------------------------------------------------
     def absent(self):
-        before = self.current()
+        before = self.current() if self.ifindex else None
         self.result["previous"] = (
             {"id": before["id"], "name": before["name"], "mode": before["mode"]} if before else None
         )

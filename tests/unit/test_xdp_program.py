@@ -52,10 +52,22 @@ def test_resolve_variables():
 
 
 def test_unknown_interface_lists_the_namespace(capsys):
-    res = run_module(xdp_program.main, {"interface": "xp-no-such-if", "state": "absent"}, capsys)
+    res = run_module(
+        xdp_program.main,
+        {"interface": "xp-no-such-if", "object": "/nonexistent.o", "program": "xdp_bench_drop"},
+        capsys,
+    )
     assert res["failed"] is True
     assert "interface xp-no-such-if does not exist in this network namespace" in res["msg"]
     assert "lo" in res["msg"].split("interfaces here:")[1]
+
+
+def test_absent_on_a_missing_interface_holds_already(capsys):
+    res = run_module(xdp_program.main, {"interface": "xp-no-such-if", "state": "absent"}, capsys)
+    assert not res.get("failed")
+    assert res["changed"] is False
+    assert res["ifindex"] is None
+    assert any("nothing to detach" in w for w in res["warnings"])
 
 
 def test_present_needs_object_and_program(capsys):
