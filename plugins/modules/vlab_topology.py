@@ -16,7 +16,7 @@ description:
     NAPI kernel thread, and adds permanent neighbour entries so the generator needs no ARP.
   - All input is validated (with netaddr) before anything is changed; a malformed MAC, address,
     prefix, queue count, MTU or a CPU that is not online fails the task and names the culprit.
-  - Idempotent: a second run with the same data reports no change. Supports check mode and diff mode.
+  - Idempotent (a second run with the same data reports no change); supports check mode and diff mode.
 author:
   - xdplab.testbed developers
 requirements:
@@ -157,9 +157,15 @@ notes:
   - "With GRO on, attaching and detaching an XDP program (native C(xdpdrv) or generic C(xdpgeneric)) keeps
     the same NAPI instances and kernel threads: same pids, CPU affinity preserved."
   - "With GRO off, attaching a native XDP program creates new NAPI instances and new kernel threads (new ids,
-    new pids, affinity all CPUs) and detaching destroys them; turning GRO off and on again, changing the queue
-    count, or setting the device down and up also re-creates them. The threaded setting is remembered, the
-    CPU pinning is not: run this module again after such a change (it reports the re-pinned threads)."
+    new pids, affinity all CPUs) and detaching destroys them. Turning GRO off and on again also re-creates them.
+    Setting the device down and up keeps the NAPI ids but starts new kernel threads (new pids, affinity all
+    CPUs). Lowering the queue count (C(ethtool -L)) removes the threads of the dropped queues and keeps the others;
+    raising it adds new NAPI instances and threads for the new queues. The threaded setting is remembered, the CPU
+    pinning of a new thread is not: run this module again after such a change (it reports the re-pinned threads)."
+  - "veth does not report which NAPI instance serves an RX queue through netlink (queue-get has no napi-id);
+    it creates one NAPI per RX queue in queue order, so the q-th smallest NAPI id is RX queue q. Verified by
+    sending traffic into each queue and watching the per-queue counters (C(ethtool -S)) and the run time of
+    each kernel thread."
   - "C(ip netns delete) only removes the name; a namespace still used by a process (for example a running
     generator) lives on until that process exits."
 seealso:
