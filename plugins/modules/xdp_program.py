@@ -41,7 +41,8 @@ options:
     required: true
   state:
     description:
-      - V(present) attaches O(program), V(absent) detaches whatever XDP program is attached (an interface that does not exist has nothing attached: V(absent) succeeds with a warning).
+      - V(present) attaches O(program), V(absent) detaches whatever XDP program is attached.
+      - An interface that does not exist has nothing attached, so V(absent) succeeds there, with a warning.
     type: str
     choices: [present, absent]
     default: present
