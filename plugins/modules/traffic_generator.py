@@ -33,8 +33,9 @@ options:
       - V(started) starts the generator unless the same run already runs (then nothing changes).
       - V(stopped) stops a running generator (SIGINT, then SIGKILL after O(stop_timeout)) and returns its summary;
         with O(wait=true) it first lets the run end by itself.
+      - V(absent) stops it if it runs and removes the run's files (and O(run_dir) if that leaves it empty).
     type: str
-    choices: [started, stopped]
+    choices: [started, stopped, absent]
     default: started
   name:
     description: Name of the run; files under O(run_dir) are named after it.
@@ -143,6 +144,11 @@ command:
   returned: always
   type: list
   elements: str
+removed:
+  description: Files of the run that O(state=absent) removed (or would remove in check mode).
+  returned: when O(state=absent) removed files
+  type: list
+  elements: str
 summary:
   description: What was sent, the same shape for every backend.
   returned: when O(state=stopped) and a run left output
@@ -246,11 +252,22 @@ class TrafficGenerator:
                 run.stop(self.p["stop_timeout"])
         self.result["summary"] = backend.summary(state)
 
+    def ensure_absent(self):
+        run = self.run_files
+        state = run.load_state()
+        if state is not None and run.running(state):
+            self.result["changed"] = True
+            if not self.module.check_mode:
+                run.stop(self.p["stop_timeout"])
+        leftovers = run.files()
+        if leftovers:
+            self.result["changed"] = True
+            self.result["removed"] = leftovers
+            if not self.module.check_mode:
+                run.remove()
+
     def run(self):
-        if self.p["state"] == "started":
-            self.ensure_started()
-        else:
-            self.ensure_stopped()
+        {"started": self.ensure_started, "stopped": self.ensure_stopped, "absent": self.ensure_absent}[self.p["state"]]()
         return self.result
 
 
@@ -258,7 +275,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             backend=dict(type="str", default="xdp_live"),
-            state=dict(type="str", default="started", choices=["started", "stopped"]),
+            state=dict(type="str", default="started", choices=["started", "stopped", "absent"]),
             name=dict(type="str", default="trial"),
             run_dir=dict(type="path", default="/run/xdplab/generator"),
             interface=dict(type="str"),

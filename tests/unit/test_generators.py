@@ -90,3 +90,18 @@ def test_recycled_pid_is_not_our_process(tmp_path):
     with open(run.state_path, "w") as f:
         json.dump({"pid": os.getpid(), "start_time": 1, "params": {}, "command": []}, f)
     assert not run.running()
+
+
+def test_remove_deletes_the_run_and_an_empty_run_dir(tmp_path, fake):
+    run_dir = tmp_path / "gen"
+    run = ProcessRun(str(run_dir), "trial")
+    run.spawn([*fake, "30"], {})
+    other = ProcessRun(str(run_dir), "other")
+    other.spawn([*fake, "0.1"], {})
+    assert other.wait(timeout=10)
+    run.stop(timeout=5)
+    assert len(run.files()) == 3
+    run.remove()
+    assert run.files() == [] and run_dir.exists()  # the other run's files stay
+    other.remove()
+    assert not run_dir.exists()

@@ -9,6 +9,7 @@ process start time (to tell our process from a recycled pid) and the parameters;
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -46,6 +47,18 @@ class ProcessRun:
         self.state_path = os.path.join(run_dir, name + ".state.json")
         self.out_path = os.path.join(run_dir, name + ".out")
         self.err_path = os.path.join(run_dir, name + ".err")
+
+    def files(self):
+        """The run's files that exist."""
+        return [p for p in (self.state_path, self.out_path, self.err_path) if os.path.exists(p)]
+
+    def remove(self):
+        """Remove the run's files, and the run directory if that leaves it empty."""
+        for path in self.files():
+            os.unlink(path)
+        # other runs' files may still be there, or the directory is gone already
+        with contextlib.suppress(OSError):
+            os.rmdir(self.run_dir)
 
     def load_state(self):
         try:
