@@ -9,6 +9,8 @@ ARGS ?=
 ANSIBLE_PLAYBOOK := $(VENV)/bin/ansible-playbook
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# where experiments write their records and reports (playbooks/group_vars/all reads it)
+export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
 .PHONY: paper-drop test lint unit integration molecule bench testbed-down system-deps clean help
 
@@ -40,6 +42,7 @@ $(VENV)/.test-deps: requirements-test.txt requirements.txt | $(VENV)/bin/activat
 paper-drop: $(VENV)/.run-deps
 	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_drop.yml $(ARGS)
+	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_drop/*/report.md; do cat "$$f"; echo; echo "($$f, records in $$(dirname $$f)/trials.jsonl)"; done
 
 testbed-down: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml

@@ -79,6 +79,17 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
     return trials
 
 
+# Where a trial's packets were lost (trial_loss lost_at -> explanation)
+LOST_NOWHERE = "none"
+LOST_AT_DUT_RING = "dut_rx_ring"
+LOST_ON_THE_PATH = "path"
+LOSS_PLACES = {
+    LOST_NOWHERE: "nowhere: the DUT kept up with the offered load",
+    LOST_AT_DUT_RING: "DUT receive ring full: the egress device refused frames",
+    LOST_ON_THE_PATH: "between the generator and the DUT program (port, ring or driver)",
+}
+
+
 def offered_in_window(intervals, window):
     """Offered rate over a measurement window, from a generator's per-interval records.
 
@@ -131,11 +142,11 @@ def trial_loss(counted_pps, generator_summary, window=None, kept_up_share=KEPT_U
     refused_pps = refused / elapsed if refused is not None and elapsed else None
     limit = GENERATOR_LIMITED if offered and counted >= share * offered else DUT_LIMITED
     if limit == GENERATOR_LIMITED:
-        where = "nowhere: the DUT kept up with the offered load"
+        lost_at = LOST_NOWHERE
     elif refused_pps is not None and refused_pps >= 0.5 * lost:
-        where = "DUT receive ring full: the egress device refused frames"
+        lost_at = LOST_AT_DUT_RING
     else:
-        where = "between the generator and the DUT program (port, ring or driver)"
+        lost_at = LOST_ON_THE_PATH
     return {
         "offered_pps": offered,
         "offered_basis": basis,
@@ -144,7 +155,8 @@ def trial_loss(counted_pps, generator_summary, window=None, kept_up_share=KEPT_U
         "pct": round(100.0 * lost / offered, 3) if offered else None,
         "refused_pps": refused_pps,
         "limit": limit,
-        "where": where,
+        "lost_at": lost_at,
+        "where": LOSS_PLACES[lost_at],
     }
 
 

@@ -23,7 +23,7 @@ KEPT_UP_SHARE = 0.99
 
 CSV_COLUMNS = (
     "system", "action", "touch", "packet_len", "cores", "repetitions", "mpps_mean", "mpps_stdev",
-    "ns_per_packet", "queue_spread", "offered_mpps", "loss_pct", "limit", "paper_mpps",
+    "ns_per_packet", "queue_spread", "offered_mpps", "loss_pct", "limit", "lost_at", "paper_mpps",
 )
 
 
@@ -79,6 +79,7 @@ def aggregate(records, reference=None):
         spreads = [r["result"].get("queue_spread") for r in recs if r["result"].get("queue_spread") is not None]
         losses = [r["loss"]["pct"] for r in recs]
         limits = {r["loss"]["limit"] for r in recs}
+        lost_at = sorted({r["loss"].get("lost_at") for r in recs if r["loss"].get("lost_at") not in (None, "none")})
         mean = statistics.fmean(pps)
         point = dict(zip(POINT_KEYS, key))
         paper = reference.get(point["system"], {}).get(point["cores"])
@@ -93,6 +94,7 @@ def aggregate(records, reference=None):
                 "offered_mpps": round(statistics.fmean(offered) / 1e6, 3),
                 "loss_pct": round(statistics.fmean(losses), 2),
                 "limit": GENERATOR_LIMITED if GENERATOR_LIMITED in limits else DUT_LIMITED,
+                "lost_at": ",".join(lost_at),
                 "paper_mpps": round(paper, 2) if paper is not None else None,
             }
         )
@@ -128,6 +130,8 @@ def to_markdown(rows, title, provenance_lines=()):
         if limit == GENERATOR_LIMITED:
             limit = "offered load *"
             flagged = True
+        elif r.get("lost_at"):
+            limit = "%s (lost at: %s)" % (limit, r["lost_at"])
         system = r["system"] if not r.get("action") else "%s %s" % (r["system"], r["action"])
         lines.append(
             "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
@@ -142,6 +146,11 @@ def to_markdown(rows, title, provenance_lines=()):
         lines.append(
             "\\* offered load: the DUT counted >= %d%% of what the generator sent, so the generator, not the DUT, "
             "was the limit; the DUT's capacity is at least this rate." % round(KEPT_UP_SHARE * 100)
+        )
+    if any(r.get("lost_at") for r in rows):
+        lines.append(
+            "lost at: dut_rx_ring = the DUT's receive ring was full and the egress device refused frames "
+            "(the DUT is the limit); path = lost between the generator and the DUT program."
         )
     lines.append(
         "queue spread: busiest active RX queue over the mean of active queues (1.00 = even RSS). "

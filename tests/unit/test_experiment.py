@@ -81,6 +81,7 @@ def test_loss_dut_limited_and_located_at_the_full_ring():
     assert verdict["lost_pps"] == pytest.approx(300_000)
     assert verdict["refused_pps"] == pytest.approx(300_000)
     assert "ring full" in verdict["where"]
+    assert verdict["lost_at"] == "dut_rx_ring"
 
 
 def test_loss_dut_limited_elsewhere_when_egress_unknown():

@@ -19,7 +19,8 @@ def record(cores, touch, rep, pps, offered, limit, spread=1.0):
         "repetition": rep,
         "result": {"pps": pps, "queue_spread": spread},
         "generator": {"offered_pps": offered},
-        "loss": {"pct": 100.0 * (offered - pps) / offered, "limit": limit},
+        "loss": {"pct": 100.0 * (offered - pps) / offered, "limit": limit,
+                 "lost_at": "dut_rx_ring" if limit == "dut" else "none"},
         "provenance": {
             "dut": {"kernel_release": "6.18.44", "interface": "veth-dut0", "driver": "veth", "rx_queues": 1},
             "program": {"name": "xdp_bench_drop", "tag": "abcd", "object_sha256": "f" * 64},
@@ -69,6 +70,7 @@ def test_markdown_flags_offered_load_and_lists_provenance():
     table = [line for line in lines if line.startswith("| xdp")]
     assert len(table) == 3
     assert "offered load *" in table[1] and "offered load *" not in table[0]
+    assert "dut (lost at: dut_rx_ring)" in table[0]
     assert any(line.startswith("\\* offered load") for line in lines)
     assert any("kernel 6.18.44 on veth-dut0" in line and "tag abcd" in line for line in lines)
     assert any(line.endswith("collection 0.1.0 @10a00be") for line in lines)
