@@ -51,7 +51,7 @@ testbed-down: $(VENV)/.run-deps
 # System packages the tests need (clang, bpftool, libbpf, ethtool, ...), installed by the
 # role vlab's install phase, then bpf/ built in the tree.
 system-deps: $(VENV)/.test-deps
-	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/vlab.yml --tags vlab_install
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/vlab.yml --tags vlab_preflight,vlab_install
 	$(MAKE) -C bpf
 
 lint: $(VENV)/.test-deps
