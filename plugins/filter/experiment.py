@@ -10,7 +10,12 @@ import json
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.module_utils.generators import backend_names
-from ansible_collections.xdplab.testbed.plugins.module_utils.report import DUT_LIMITED, GENERATOR_LIMITED, KEPT_UP_SHARE
+from ansible_collections.xdplab.testbed.plugins.module_utils.report import (
+    DUT_LIMITED,
+    GENERATOR_LIMITED,
+    KEPT_UP_SHARE,
+    read_records,
+)
 
 
 def trial_id(point, repetition, identity=None):
@@ -21,18 +26,10 @@ def trial_id(point, repetition, identity=None):
 
 def done_trial_ids(results_text):
     """Trial ids already recorded in a JSON-lines results text (unparsable lines are skipped)."""
-    ids = []
-    for line in (results_text or "").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("trial_id") and record.get("status", "ok") == "ok":
-            ids.append(record["trial_id"])
-    return ids
+    if results_text is not None and not isinstance(results_text, str):
+        raise AnsibleFilterError("done_trial_ids: expects the text of a JSON-lines results file, got %r" % type(results_text))
+    records, _unparsable = read_records(results_text or "")
+    return [r["trial_id"] for r in records if r.get("trial_id")]
 
 
 def _matches(point, partial):
@@ -64,6 +61,10 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
         done = done_trial_ids(done)
     done = set(done or [])
     exclude = exclude or []
+    if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):
+        raise AnsibleFilterError(
+            "experiment_trials: exclude must be a list of partial points ({axis: value}), got %r" % (exclude,)
+        )
     points = [dict(zip(axes, combo)) for combo in itertools.product(*(matrix[a] for a in axes))]
     points = [p for p in points if not any(_matches(p, e) for e in exclude)]
     total = len(points) * repetitions
@@ -132,7 +133,13 @@ def trial_loss(counted_pps, generator_summary, window=None, kept_up_share=KEPT_U
         share = float(kept_up_share)
     except (TypeError, ValueError, KeyError) as exc:
         raise AnsibleFilterError("trial_loss: needs counted pps and a generator summary with offered_pps (%s)" % exc) from exc
-    in_window = offered_in_window(generator_summary.get("intervals"), window)
+    try:
+        in_window = offered_in_window(generator_summary.get("intervals"), window)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError(
+            "trial_loss: the generator's interval records or the window are malformed (%r); "
+            "records need mono, interval_s and sent, the window start and end" % exc
+        ) from exc
     basis = "run"
     if in_window is not None:
         offered, basis = in_window, "window"

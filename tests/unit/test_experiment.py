@@ -124,3 +124,19 @@ def test_records_from_another_clock_fall_back_to_the_run():
     verdict = trial_loss(4e6, summary, window={"start": 10.0, "end": 12.0})
     assert verdict["offered_basis"] == "run"
     assert verdict["offered_pps"] == 5e6
+
+
+def test_malformed_generator_records_are_a_filter_error():
+    summary = {"offered_pps": 1e6, "intervals": [{"mono": 2.0, "interval_s": 1.0}]}
+    with pytest.raises(AnsibleFilterError, match="malformed"):
+        trial_loss(1e6, summary, window={"start": 1.0, "end": 2.0})
+
+
+def test_exclude_must_be_partial_points():
+    with pytest.raises(AnsibleFilterError, match="exclude must be a list of partial points"):
+        experiment_trials(MATRIX, 1, exclude=["touch=read"])
+
+
+def test_done_trial_ids_wants_text():
+    with pytest.raises(AnsibleFilterError, match="JSON-lines"):
+        done_trial_ids(["a", "b"])
