@@ -65,6 +65,21 @@ def _point(rec):
     return tuple(rec["point"].get(k) for k in POINT_KEYS)
 
 
+def reference_series(text, columns):
+    """{system: {"match": {axis: value}, "mpps": {cores: Mpps}}} from a reference CSV.
+
+    columns maps a system to its CSV column, either as the column name or as
+    {"column": name, "match": {axis: value}}: the paper's number is shown only beside
+    rows whose point matches (the paper's XDP series is no_touch, say).
+    """
+    series = {}
+    for system, spec in columns.items():
+        if isinstance(spec, str):
+            spec = {"column": spec}
+        series[system] = {"match": spec.get("match") or {}, "mpps": load_reference(text, spec["column"])}
+    return series
+
+
 def aggregate(records, reference=None):
     """Rows, one per matrix point, in a stable order (system, action, touch, size, cores)."""
     reference = reference or {}
@@ -82,7 +97,10 @@ def aggregate(records, reference=None):
         lost_at = sorted({r["loss"].get("lost_at") for r in recs if r["loss"].get("lost_at") not in (None, "none")})
         mean = statistics.fmean(pps)
         point = dict(zip(POINT_KEYS, key))
-        paper = reference.get(point["system"], {}).get(point["cores"])
+        ref = reference.get(point["system"])
+        paper = None
+        if ref and all(point.get(k) == v for k, v in ref["match"].items()):
+            paper = ref["mpps"].get(point["cores"])
         rows.append(
             {
                 **point,

@@ -34,7 +34,10 @@ options:
     description: Path of a reference CSV with a C(cores) column (for example drop_vs_cores.csv).
     type: path
   reference_columns:
-    description: Map of system name to the reference CSV column holding its pps (for example xdp -> xdp_drop_pps).
+    description:
+      - Map of system name to the reference CSV column holding its pps (for example xdp -> xdp_drop_pps), or to a
+        mapping with keys C(column) (the CSV column) and C(match) (a partial point, axis -> value), so the paper's
+        number is shown only beside matching rows (the paper's XDP drop series is touch no_touch).
     type: dict
     default: {}
 notes:
@@ -120,7 +123,10 @@ class ExperimentReport:
                 text = f.read()
         except OSError as exc:
             self.module.fail_json(msg="cannot read reference %s: %s" % (self.p["reference"], exc))
-        return {system: report.load_reference(text, column) for system, column in self.p["reference_columns"].items()}
+        try:
+            return report.reference_series(text, self.p["reference_columns"])
+        except (KeyError, TypeError, ValueError) as exc:
+            self.module.fail_json(msg="reference_columns do not fit %s: %r" % (self.p["reference"], exc))
 
     def _write(self, path, text):
         try:

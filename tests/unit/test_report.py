@@ -55,11 +55,15 @@ def test_aggregate_mean_stdev_ns_and_limit():
 
 def test_reference_column_from_the_paper_csv():
     with open(REFERENCE) as f:
-        ref = report.load_reference(f.read(), "xdp_drop_pps")
-    assert ref[1] == pytest.approx(23.863471)
-    rows = report.aggregate(RECORDS, {"xdp": ref})
+        text = f.read()
+    assert report.load_reference(text, "xdp_drop_pps")[1] == pytest.approx(23.863471)
+    rows = report.aggregate(RECORDS, report.reference_series(text, {"xdp": "xdp_drop_pps"}))
     assert rows[0]["paper_mpps"] == pytest.approx(23.86)
     assert rows[1]["paper_mpps"] == pytest.approx(45.51)
+    # the paper's XDP series is no_touch: not drawn beside the read rows
+    ref = report.reference_series(text, {"xdp": {"column": "xdp_drop_pps", "match": {"touch": "no_touch"}}})
+    rows = report.aggregate(RECORDS, ref)
+    assert [(r["touch"], r["paper_mpps"]) for r in rows] == [("no_touch", 23.86), ("no_touch", 45.51), ("read", None)]
 
 
 def test_markdown_flags_offered_load_and_lists_provenance():
