@@ -188,19 +188,26 @@ def provenance_lines(records):
         prog = prov.get("program", {})
         gen = prov.get("generator", {})
         controller = prov.get("controller", {})
-        line = "kernel %s%s on %s (%s, %s queues); program %s tag %s (object sha256 %s); generator %s %s; " "collection %s%s" % (
-            dut.get("kernel_release", "?"),
-            (" commit " + dut["kernel_commit"]) if dut.get("kernel_commit") else "",
-            dut.get("interface", "?"),
-            dut.get("driver", "?"),
-            dut.get("rx_queues", "?"),
-            prog.get("name", "?"),
-            prog.get("tag", "?"),
-            (prog.get("object_sha256") or "?")[:12],
-            gen.get("backend", "?"),
-            gen.get("version", ""),
-            controller.get("collection_version", "?"),
-            (" @" + controller["repo_commit"]) if controller.get("repo_commit") else "",
+        tools = ", ".join("%s %s" % (k, v) for k, v in sorted((dut.get("tools") or {}).items()) if v)
+        line = (
+            "kernel %s%s on %s (%s, %s queues); program %s tag %s, %s mode (object sha256 %s); tools: %s; "
+            "generator %s %s; collection %s%s"
+            % (
+                dut.get("kernel_release", "?"),
+                (" commit " + dut["kernel_commit"]) if dut.get("kernel_commit") else "",
+                dut.get("interface", "?"),
+                dut.get("driver", "?"),
+                dut.get("rx_queues", "?"),
+                prog.get("name", "?"),
+                prog.get("tag", "?"),
+                prog.get("mode", "?"),
+                (prog.get("object_sha256") or "?")[:12],
+                tools or "?",
+                gen.get("backend", "?"),
+                gen.get("version", ""),
+                controller.get("collection_version", "?"),
+                (" @" + controller["repo_commit"]) if controller.get("repo_commit") else "",
+            )
         )
         if line not in seen:
             seen.append(line)

@@ -22,8 +22,9 @@ def record(cores, touch, rep, pps, offered, limit, spread=1.0):
         "loss": {"pct": 100.0 * (offered - pps) / offered, "limit": limit,
                  "lost_at": "dut_rx_ring" if limit == "dut" else "none"},
         "provenance": {
-            "dut": {"kernel_release": "6.18.44", "interface": "veth-dut0", "driver": "veth", "rx_queues": 1},
-            "program": {"name": "xdp_bench_drop", "tag": "abcd", "object_sha256": "f" * 64},
+            "dut": {"kernel_release": "6.18.44", "interface": "veth-dut0", "driver": "veth", "rx_queues": 1,
+                    "tools": {"clang": "14.0.6", "libbpf": "1.1.2", "bpftool": None}},
+            "program": {"name": "xdp_bench_drop", "tag": "abcd", "mode": "native", "object_sha256": "f" * 64},
             "generator": {"backend": "xdp_live", "version": "0.1.0"},
             "controller": {"collection_version": "0.1.0", "repo_commit": "10a00be"},
         },
@@ -76,7 +77,8 @@ def test_markdown_flags_offered_load_and_lists_provenance():
     assert "offered load *" in table[1] and "offered load *" not in table[0]
     assert "dut (lost at: dut_rx_ring)" in table[0]
     assert any(line.startswith("\\* offered load") for line in lines)
-    assert any("kernel 6.18.44 on veth-dut0" in line and "tag abcd" in line for line in lines)
+    assert any("kernel 6.18.44 on veth-dut0" in line and "tag abcd, native mode" in line for line in lines)
+    assert any("tools: clang 14.0.6, libbpf 1.1.2;" in line for line in lines)
     assert any(line.endswith("collection 0.1.0 @10a00be") for line in lines)
 
 
