@@ -11,9 +11,9 @@ import json
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.module_utils.generators import backend_names
 from ansible_collections.xdplab.testbed.plugins.module_utils.report import (
-    DUT_LIMITED,
     GENERATOR_LIMITED,
     KEPT_UP_SHARE,
+    limit_of,
     read_records,
 )
 
@@ -147,7 +147,7 @@ def trial_loss(counted_pps, generator_summary, window=None, kept_up_share=KEPT_U
     refused = (generator_summary.get("egress") or {}).get("refused")
     elapsed = generator_summary.get("elapsed_s") or 0
     refused_pps = refused / elapsed if refused is not None and elapsed else None
-    limit = GENERATOR_LIMITED if offered and counted >= share * offered else DUT_LIMITED
+    limit = limit_of(counted, offered, share)
     if limit == GENERATOR_LIMITED:
         lost_at = LOST_NOWHERE
     elif refused_pps is not None and refused_pps >= 0.5 * lost:

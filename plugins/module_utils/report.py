@@ -44,11 +44,11 @@ def read_records(text):
     return records, bad
 
 
-def limit_of(counted_pps, offered_pps):
+def limit_of(counted_pps, offered_pps, kept_up_share=KEPT_UP_SHARE):
     """Which side limited a trial: the generator (DUT counted ~all it was offered) or the DUT."""
     if not offered_pps:
         return DUT_LIMITED
-    return GENERATOR_LIMITED if counted_pps >= KEPT_UP_SHARE * offered_pps else DUT_LIMITED
+    return GENERATOR_LIMITED if counted_pps >= kept_up_share * offered_pps else DUT_LIMITED
 
 
 def load_reference(text, column):
