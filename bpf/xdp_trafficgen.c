@@ -85,6 +85,7 @@ struct config {
 	unsigned int ncpus;
 	int cpus[MAX_QUEUES];
 	double duration;
+	double rate_pps; /* total frames per second over all senders; 0: as fast as possible */
 	unsigned int batch;
 	const char *obj_path;
 };
@@ -141,12 +142,14 @@ static void usage(FILE *out)
 		"Usage: xdplab-trafficgen --dev IFNAME --src-mac MAC --dst-mac MAC\n"
 		"         --src-ip IP --dst-ip IP [--pkt-len 64] [--flows 1]\n"
 		"         [--port-base 12] [--queues 1] [--cpus 0[,1..]]\n"
-		"         [--duration 10] [--batch 64] [--obj PATH]\n"
+		"         [--duration 10] [--batch 64] [--rate PPS] [--obj PATH]\n"
 		"\n"
 		"Sends UDP frames out of IFNAME (a veth) with BPF_PROG_RUN live frames.\n"
 		"Flow i: UDP 9 -> port-base + i, sent by the thread of queue i %% queues;\n"
 		"the thread of queue q runs on the q-th CPU of --cpus, which must\n"
 		"satisfy cpu %% queues == q. --pkt-len counts the FCS (64..1518).\n"
+		"--rate caps the total rate (frames/s, split evenly over the senders;\n"
+		"0 or absent: as fast as possible).\n"
 		"Prints JSON lines: one per second, a summary on exit.\n");
 }
 
@@ -206,7 +209,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_DEV = 1, OPT_SRC_MAC, OPT_DST_MAC, OPT_SRC_IP, OPT_DST_IP, OPT_PKT_LEN,
 	       OPT_FLOWS, OPT_PORT_BASE, OPT_QUEUES, OPT_CPUS, OPT_DURATION, OPT_BATCH,
-	       OPT_OBJ, OPT_HELP };
+	       OPT_RATE, OPT_OBJ, OPT_HELP };
 	static const struct option opts[] = {
 		{ "dev", required_argument, NULL, OPT_DEV },
 		{ "src-mac", required_argument, NULL, OPT_SRC_MAC },
@@ -220,6 +223,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 		{ "cpus", required_argument, NULL, OPT_CPUS },
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "obj", required_argument, NULL, OPT_OBJ },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -256,6 +260,12 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 				die("--duration: '%s' is not a positive number of seconds", optarg);
 			break;
 		case OPT_BATCH: cfg->batch = parse_uint("batch", optarg, 1, MAX_BATCH); break;
+		case OPT_RATE:
+			errno = 0;
+			cfg->rate_pps = strtod(optarg, &end);
+			if (errno || end == optarg || *end || cfg->rate_pps < 0)
+				die("--rate: '%s' is not a rate in frames per second (0: as fast as possible)", optarg);
+			break;
 		case OPT_OBJ: cfg->obj_path = optarg; break;
 		case OPT_HELP: usage(stdout); exit(EXIT_SUCCESS);
 		default: usage(stderr); exit(EXIT_FAILURE);
@@ -491,10 +501,39 @@ static __u32 next_repeat(__u32 repeat, __u32 ns_per_pkt, unsigned int batch)
 	return want < batch ? batch : want;
 }
 
+/* With a rate cap: how many frames this lane may send now (what its share
+ * allows so far, a multiple of batch, at most `repeat`), or 0 after sleeping
+ * until the share allows one batch more. A call costs a fixed ~25 ms of RCU
+ * waiting on top of the packet work, so at low rates the frames leave in
+ * bursts of about 25 ms worth of the lane's share, two lanes interleaved.
+ */
+static __u32 paced_repeat(__u32 repeat, double lane_rate, unsigned long long lane_sent,
+			  unsigned long long elapsed_ns, unsigned int batch)
+{
+	double allowed = lane_rate * elapsed_ns / NSEC_PER_SEC - (double)lane_sent;
+	unsigned long long ahead, wait_ns;
+	struct timespec ts;
+	__u32 n;
+
+	if (allowed >= batch) {
+		n = allowed < repeat ? (__u32)allowed : repeat;
+		return n - n % batch;
+	}
+	ahead = (unsigned long long)(batch - allowed);
+	wait_ns = (unsigned long long)(ahead * NSEC_PER_SEC / lane_rate);
+	ts.tv_sec = wait_ns / NSEC_PER_SEC;
+	ts.tv_nsec = wait_ns % NSEC_PER_SEC;
+	nanosleep(&ts, NULL);
+	return 0;
+}
+
 static void *sender_main(void *arg)
 {
 	struct sender *s = arg;
 	__u32 repeat = REPEAT_START;
+	/* this lane's share of --rate */
+	double lane_rate = s->cfg->rate_pps / ((double)s->cfg->ncpus * LANES_PER_SENDER);
+	unsigned long long start, lane_sent = 0;
 	cpu_set_t set;
 	LIBBPF_OPTS(bpf_test_run_opts, opts,
 		    .data_in = s->frame,
@@ -509,15 +548,24 @@ static void *sender_main(void *arg)
 		stopping = true;
 		return NULL;
 	}
+	start = now_ns();
 	while (!stopping) {
-		opts.repeat = repeat;
+		__u32 call = repeat;
+
+		if (lane_rate > 0) {
+			call = paced_repeat(repeat, lane_rate, lane_sent, now_ns() - start, s->cfg->batch);
+			if (!call)
+				continue; /* paced_repeat slept: the lane is ahead of its share */
+		}
+		opts.repeat = call;
 		if (bpf_prog_test_run_opts(s->prog_fd, &opts)) {
 			s->err = errno;
 			stopping = true;
 			break;
 		}
-		s->sent += repeat;
-		repeat = next_repeat(repeat, opts.duration, s->cfg->batch);
+		s->sent += call;
+		lane_sent += call;
+		repeat = next_repeat(call, opts.duration, s->cfg->batch);
 	}
 	return NULL;
 }
@@ -554,9 +602,9 @@ static void print_summary(const struct config *cfg, struct sender *senders, unsi
 
 	for (i = 0; i < n; i++)
 		total += senders[i].sent;
-	printf("{\"type\":\"summary\",\"sent\":%llu,\"elapsed_s\":%.3f,\"pps\":%.0f,\"pkt_len\":%u,"
+	printf("{\"type\":\"summary\",\"sent\":%llu,\"elapsed_s\":%.3f,\"pps\":%.0f,\"rate_pps\":%.0f,\"pkt_len\":%u,"
 	       "\"flows\":%u,\"queues\":%u,\"batch\":%u,\"dev\":\"%s\",\"stopped_by\":\"%s\",\"threads\":[",
-	       total, elapsed, elapsed > 0 ? total / elapsed : 0.0, cfg->pkt_len, cfg->flows,
+	       total, elapsed, elapsed > 0 ? total / elapsed : 0.0, cfg->rate_pps, cfg->pkt_len, cfg->flows,
 	       cfg->queues, cfg->batch, cfg->dev,
 	       stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM" : "duration");
 	for (i = 0; i < n; i++) {

@@ -89,6 +89,19 @@ options:
     description: Frames per BPF_PROG_RUN batch (xdp_live).
     type: int
     default: 64
+  rate_pps:
+    description:
+      - Offered load in frames per second over all flows; V(0) sends as fast as the generator can.
+      - The CPU-usage experiment offers fixed loads with it. V(xdp_live) paces each sender thread and sends
+        in bursts of about 25 ms of its share (one BPF_PROG_RUN call), so short-term rates are higher.
+    type: float
+    default: 0
+  backend_options:
+    description:
+      - Settings only one backend understands (for example the T-Rex server, ports and profile), passed to the
+        backend unchanged; each backend documents its keys and rejects unknown ones.
+    type: dict
+    default: {}
   binary:
     description: Path of the generator program (xdp_live); default from the role xdplab.testbed.bpf_programs.
     type: path
@@ -219,6 +232,8 @@ class TrafficGenerator:
         for key in ("stream_count", "queues", "duration", "batch"):
             if self.p[key] < 1:
                 raise GeneratorError("%s must be a positive number, got %d" % (key, self.p[key]))
+        if self.p["rate_pps"] < 0:
+            raise GeneratorError("rate_pps must be 0 (as fast as possible) or a positive rate, got %s" % self.p["rate_pps"])
         backend = self.backend(self.p["backend"])
         backend.validate()
         run = self.run_files
@@ -290,6 +305,8 @@ def main():
             cpus=dict(type="list", elements="int", default=[]),
             duration=dict(type="int", default=10),
             batch=dict(type="int", default=64),
+            rate_pps=dict(type="float", default=0.0),
+            backend_options=dict(type="dict", default={}),
             binary=dict(type="path"),
             wait=dict(type="bool", default=False),
             stop_timeout=dict(type="float", default=10.0),

@@ -53,6 +53,10 @@ class XdpLiveGenerator:
     # -- validation -------------------------------------------------------------------------
     def validate(self):
         p = self.p
+        if p.get("backend_options"):
+            raise GeneratorError(
+                "backend xdp_live takes no backend_options (got %s)" % ", ".join(sorted(p["backend_options"]))
+            )
         for key in ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip"):
             if not p.get(key):
                 raise GeneratorError("backend xdp_live needs %s" % key)
@@ -99,6 +103,8 @@ class XdpLiveGenerator:
             "--duration", str(p["duration"]),
             "--batch", str(p["batch"]),
         ]
+        if p.get("rate_pps"):
+            cmd += ["--rate", "%.0f" % p["rate_pps"]]
         return cmd
 
     # -- egress counters ---------------------------------------------------------------------
@@ -116,7 +122,7 @@ class XdpLiveGenerator:
     def identity(self):
         """The parameters that make two runs the same run (for idempotency)."""
         keys = ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip", "packet_len", "stream_count",
-                "port_base", "queues", "cpus", "duration", "batch")
+                "port_base", "queues", "cpus", "duration", "batch", "rate_pps")
         return {k: self.p.get(k) for k in keys}
 
     def start(self):
@@ -143,6 +149,7 @@ class XdpLiveGenerator:
             "sent": final["sent"],
             "elapsed_s": final["elapsed_s"],
             "offered_pps": final["pps"],
+            "rate_pps": final.get("rate_pps", 0),
             "packet_len": final.get("pkt_len", self.p["packet_len"]),
             "stream_count": final.get("flows", self.p["stream_count"]),
             "queues": final.get("queues", self.p["queues"]),
