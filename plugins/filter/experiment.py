@@ -36,27 +36,54 @@ def _matches(point, partial):
     return all(point.get(k) == v for k, v in partial.items())
 
 
+def _sub_matrices(matrix, who="experiment_trials"):
+    """A matrix is a mapping {axis: [values]} or a list of them (a union of sub-matrices)."""
+    subs = matrix if isinstance(matrix, list) else [matrix]
+    if not subs:
+        raise AnsibleFilterError("%s: the matrix must be a non-empty mapping of axis -> list of values" % who)
+    for sub in subs:
+        if not isinstance(sub, dict) or not sub:
+            raise AnsibleFilterError(
+                "%s: the matrix must be a non-empty mapping of axis -> list of values "
+                "(or a list of such mappings), got %r" % (who, sub)
+            )
+        for axis, values in sub.items():
+            if not isinstance(values, list) or not values:
+                raise AnsibleFilterError("%s: axis %r must be a non-empty list, got %r" % (who, axis, values))
+    return subs
+
+
+def matrix_axis(matrix, axis, default=None):
+    """The values one axis takes anywhere in a matrix (or list of sub-matrices), in first-seen order.
+
+    A sub-matrix without the axis contributes `default` when one is given.
+    """
+    seen = []
+    for sub in _sub_matrices(matrix, "matrix_axis"):
+        values = sub.get(axis, [default] if default is not None else [])
+        for value in values:
+            if value not in seen:
+                seen.append(value)
+    return seen
+
+
 def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=None):
     """Expand a matrix {axis: [values]} into trials, skipping those already done.
 
+    matrix: a mapping {axis: [values]} (every combination is a point), or a list of such
+    mappings whose points are joined in order (so that, say, only XDP varies the touch mode).
     done: a list of trial ids or the text of a JSON-lines results file.
     exclude: partial points ({axis: value}) that are not measured.
     Returns [{"trial_id", "point": {axis: value}, "repetition", "index", "total"}] in matrix order,
     repetitions innermost, for the trials not yet done.
     """
-    if not isinstance(matrix, dict) or not matrix:
-        raise AnsibleFilterError("experiment_trials: the matrix must be a non-empty mapping of axis -> list of values")
+    subs = _sub_matrices(matrix)
     try:
         repetitions = int(repetitions)
     except (TypeError, ValueError):
         raise AnsibleFilterError("experiment_trials: repetitions must be a whole number, got %r" % (repetitions,)) from None
     if repetitions < 1:
         raise AnsibleFilterError("experiment_trials: repetitions must be at least 1, got %d" % repetitions)
-    axes = list(matrix)
-    for axis in axes:
-        values = matrix[axis]
-        if not isinstance(values, list) or not values:
-            raise AnsibleFilterError("experiment_trials: axis %r must be a non-empty list, got %r" % (axis, values))
     if isinstance(done, str):
         done = done_trial_ids(done)
     done = set(done or [])
@@ -65,8 +92,13 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
         raise AnsibleFilterError(
             "experiment_trials: exclude must be a list of partial points ({axis: value}), got %r" % (exclude,)
         )
-    points = [dict(zip(axes, combo)) for combo in itertools.product(*(matrix[a] for a in axes))]
-    points = [p for p in points if not any(_matches(p, e) for e in exclude)]
+    points = []
+    for sub in subs:
+        axes = list(sub)
+        for combo in itertools.product(*(sub[a] for a in axes)):
+            point = dict(zip(axes, combo))
+            if point not in points and not any(_matches(point, e) for e in exclude):
+                points.append(point)
     total = len(points) * repetitions
     trials = []
     index = 0
@@ -176,6 +208,7 @@ class FilterModule:
     def filters(self):
         return {
             "experiment_trials": experiment_trials,
+            "matrix_axis": matrix_axis,
             "done_trial_ids": done_trial_ids,
             "trial_id": trial_id,
             "trial_loss": trial_loss,

@@ -140,3 +140,36 @@ def test_exclude_must_be_partial_points():
 def test_done_trial_ids_wants_text():
     with pytest.raises(AnsibleFilterError, match="JSON-lines"):
         done_trial_ids(["a", "b"])
+
+
+def test_a_list_of_sub_matrices_joins_their_points_once():
+    from ansible_collections.xdplab.testbed.plugins.filter.experiment import matrix_axis
+
+    matrix = [
+        {"system": ["xdp"], "touch": ["no_touch", "read"], "cores": [1, 2]},
+        {"system": ["dpdk_vector", "linux_raw"], "touch": ["no_touch"], "cores": [1, 2]},
+        {"system": ["xdp"], "touch": ["no_touch"], "cores": [1]},  # already measured above
+    ]
+    trials = experiment_trials(matrix, 1)
+    points = [(t["point"]["system"], t["point"]["touch"], t["point"]["cores"]) for t in trials]
+    assert points == [
+        ("xdp", "no_touch", 1), ("xdp", "no_touch", 2), ("xdp", "read", 1), ("xdp", "read", 2),
+        ("dpdk_vector", "no_touch", 1), ("dpdk_vector", "no_touch", 2),
+        ("linux_raw", "no_touch", 1), ("linux_raw", "no_touch", 2),
+    ]
+    assert {t["total"] for t in trials} == {8}
+    # a single mapping and a one-element list are the same matrix, with the same trial ids
+    assert experiment_trials(matrix[0], 1) == experiment_trials(matrix[:1], 1)
+    assert matrix_axis(matrix, "system") == ["xdp", "dpdk_vector", "linux_raw"]
+    assert matrix_axis(matrix, "cores") == [1, 2]
+    assert matrix_axis([{"cores": [1]}, {"cores": [2], "offered_mpps": [0.5]}], "offered_mpps", default=0) == [0, 0.5]
+
+
+@pytest.mark.parametrize("matrix", [[], [{}], [{"cores": []}], [{"cores": [1]}, "cores=2"]])
+def test_malformed_sub_matrices_are_refused(matrix):
+    from ansible_collections.xdplab.testbed.plugins.filter.experiment import matrix_axis
+
+    with pytest.raises(AnsibleFilterError, match=r"matrix must be a non-empty mapping|must be a non-empty list"):
+        experiment_trials(matrix, 1)
+    with pytest.raises(AnsibleFilterError):
+        matrix_axis(matrix, "cores")
