@@ -2,9 +2,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Turn an experiment's trial records (JSON lines) into tables: CSV and Markdown.
 
-A row is one matrix point (system, action, touch, packet_len, cores) aggregated
-over its repetitions: mean and sample standard deviation of the DUT's counted
-rate, ns per packet, the per-queue spread, the offered load and which limit was hit.
+A row is one matrix point (system, action, touch, packet_len, cores, plus any other
+axis the matrix has, such as variant or offered_mpps) aggregated over its repetitions:
+mean and sample standard deviation of the DUT's counted rate, ns per packet, the
+per-queue spread, the offered load, the DUT CPUs' busy % and which limit was hit
+(the generator, the DUT, or the line rate of the link when its speed is known).
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ import statistics
 POINT_KEYS = ("system", "action", "touch", "packet_len", "cores")
 GENERATOR_LIMITED = "generator"
 DUT_LIMITED = "dut"
+LINE_RATE_LIMITED = "line rate"
+# Offered at least this share of the link's line rate (and the DUT kept up): the wire was the limit.
+LINE_RATE_SHARE = 0.95
+WIRE_OVERHEAD_BYTES = 20  # preamble 7 + SFD 1 + inter-frame gap 12 (as the wire_pps filter)
 # The DUT counted at least this share of what was offered: the offered load, not the DUT, was the limit.
 KEPT_UP_SHARE = 0.99
 
@@ -25,6 +31,10 @@ CSV_COLUMNS = (
     "system", "action", "touch", "packet_len", "cores", "repetitions", "mpps_mean", "mpps_stdev",
     "ns_per_packet", "queue_spread", "offered_mpps", "loss_pct", "limit", "lost_at", "paper_mpps",
 )
+# computed columns of a row: a matrix axis of the same name is shown as point_<axis>
+_COMPUTED = frozenset(CSV_COLUMNS[5:]) | {"cpu_busy"}
+# headers of the Markdown table for axes beyond POINT_KEYS
+AXIS_HEADERS = {"offered_mpps": "target Mpps", "variant": "variant"}
 
 
 def read_records(text):
@@ -51,6 +61,27 @@ def limit_of(counted_pps, offered_pps, kept_up_share=KEPT_UP_SHARE):
     return GENERATOR_LIMITED if counted_pps >= kept_up_share * offered_pps else DUT_LIMITED
 
 
+def wire_pps(link_speed_gbit, frame_size=64):
+    """Line rate in packets per second of a link (Gbit/s) for frames of frame_size bytes (84 B on the wire for 64)."""
+    return float(link_speed_gbit) * 1e9 / ((int(frame_size) + WIRE_OVERHEAD_BYTES) * 8)
+
+
+def link_speed_of(rec, default=None):
+    """The DUT link's speed in Gbit/s: the record's provenance.dut.link_speed_gbit, else default (None: unknown)."""
+    speed = ((rec.get("provenance") or {}).get("dut") or {}).get("link_speed_gbit")
+    try:
+        return float(speed) if speed not in (None, "", 0) else default
+    except (TypeError, ValueError):
+        return default
+
+
+def limit_with_line_rate(limit, offered_pps, packet_len, link_speed_gbit, share=LINE_RATE_SHARE):
+    """A generator-limited trial offered at (nearly) line rate was limited by the wire, not by the generator."""
+    if limit != GENERATOR_LIMITED or not link_speed_gbit or not offered_pps:
+        return limit
+    return LINE_RATE_LIMITED if offered_pps >= share * wire_pps(link_speed_gbit, packet_len or 64) else limit
+
+
 def load_reference(text, column):
     """{cores: Mpps} from one column of a reference CSV of the paper (pps values)."""
     out = {}
@@ -61,8 +92,28 @@ def load_reference(text, column):
     return out
 
 
-def _point(rec):
-    return tuple(rec["point"].get(k) for k in POINT_KEYS)
+def point_axes(records):
+    """The matrix axes of the records: POINT_KEYS, then any other axis (variant, offered_mpps, ...) sorted."""
+    extra = sorted({k for r in records for k in r.get("point", {}) if k not in POINT_KEYS})
+    return POINT_KEYS + tuple(extra)
+
+
+def axis_column(axis):
+    """Row/CSV column of a matrix axis (an axis named like a computed column becomes point_<axis>)."""
+    return "point_" + axis if axis in _COMPUTED else axis
+
+
+def sort_key(values):
+    """Order mixed values naturally: numbers by value (1 < 2 < 10), then strings, None last."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append((2, 0, ""))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append((0, v, ""))
+        else:
+            out.append((1, 0, str(v)))
+    return tuple(out)
 
 
 def reference_series(text, columns):
@@ -80,14 +131,19 @@ def reference_series(text, columns):
     return series
 
 
-def aggregate(records, reference=None):
-    """Rows, one per matrix point, in a stable order (system, action, touch, size, cores)."""
+def aggregate(records, reference=None, link_speed_gbit=None):
+    """Rows, one per matrix point, in a stable order (system, action, touch, size, cores, other axes).
+
+    link_speed_gbit: the DUT link's speed (a record's provenance.dut.link_speed_gbit wins), so a
+    generator-limited point offered at line rate is marked as limited by the line rate.
+    """
     reference = reference or {}
+    axes = point_axes(records)
     groups = {}
     for rec in records:
-        groups.setdefault(_point(rec), []).append(rec)
+        groups.setdefault(tuple(rec["point"].get(k) for k in axes), []).append(rec)
     rows = []
-    for key in sorted(groups, key=lambda k: tuple(str(x) if not isinstance(x, int) else "%09d" % x for x in k)):
+    for key in sorted(groups, key=sort_key):
         recs = groups[key]
         pps = [r["result"]["pps"] for r in recs]
         offered = [r["loss"].get("offered_pps", r["generator"]["offered_pps"]) for r in recs]
@@ -95,15 +151,19 @@ def aggregate(records, reference=None):
         losses = [r["loss"]["pct"] for r in recs]
         limits = {r["loss"]["limit"] for r in recs}
         lost_at = sorted({r["loss"].get("lost_at") for r in recs if r["loss"].get("lost_at") not in (None, "none")})
+        busy = [r["result"]["cpu_busy"] for r in recs if isinstance(r["result"].get("cpu_busy"), (int, float))]
         mean = statistics.fmean(pps)
-        point = dict(zip(POINT_KEYS, key))
+        point = dict(zip(axes, key))
+        limit = GENERATOR_LIMITED if GENERATOR_LIMITED in limits else DUT_LIMITED
+        limit = limit_with_line_rate(limit, statistics.fmean(offered), point.get("packet_len"),
+                                     link_speed_of(recs[0], link_speed_gbit))
         ref = reference.get(point["system"])
         paper = None
         if ref and all(point.get(k) == v for k, v in ref["match"].items()):
             paper = ref["mpps"].get(point["cores"])
         rows.append(
             {
-                **point,
+                **{axis_column(k): v for k, v in point.items()},
                 "repetitions": len(recs),
                 "mpps_mean": round(mean / 1e6, 3),
                 "mpps_stdev": round(statistics.stdev(pps) / 1e6, 3) if len(pps) > 1 else 0.0,
@@ -111,20 +171,40 @@ def aggregate(records, reference=None):
                 "queue_spread": round(max(spreads), 3) if spreads else None,
                 "offered_mpps": round(statistics.fmean(offered) / 1e6, 3),
                 "loss_pct": round(statistics.fmean(losses), 2),
-                "limit": GENERATOR_LIMITED if GENERATOR_LIMITED in limits else DUT_LIMITED,
+                "limit": limit,
                 "lost_at": ",".join(lost_at),
                 "paper_mpps": round(paper, 2) if paper is not None else None,
+                "cpu_busy": round(statistics.fmean(busy), 1) if busy else None,
             }
         )
     return rows
 
 
+def _extra_columns(rows):
+    """Columns of the axes beyond POINT_KEYS that the rows have, in their order."""
+    known = set(CSV_COLUMNS) | {"cpu_busy"}
+    out = []
+    for row in rows:
+        out += [k for k in row if k not in known and k not in out]
+    return out
+
+
+def csv_columns(rows):
+    """CSV_COLUMNS with the other axes after cores and cpu_busy last when any row has it."""
+    extra = _extra_columns(rows)
+    columns = list(CSV_COLUMNS[:5]) + extra + list(CSV_COLUMNS[5:])
+    if any(r.get("cpu_busy") is not None for r in rows):
+        columns.append("cpu_busy")
+    return columns
+
+
 def to_csv(rows):
+    columns = csv_columns(rows)
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_COLUMNS})
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
     return buf.getvalue()
 
 
@@ -134,36 +214,46 @@ def _fmt(value, spec="%s"):
     return spec % value
 
 
-def to_markdown(rows, title, provenance_lines=()):
-    lines = [
-        "## %s" % title,
-        "",
-        "| system | touch | size | cores | Mpps (mean) | stdev | ns/pkt | queue spread "
-        "| offered Mpps | loss % | limit | paper Mpps |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
-    ]
-    flagged = False
+def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
+    """The table (one row per point), its notes, the provenance lines and (figures_markdown) the figures section."""
+    extra = _extra_columns(rows)
+    busy = any(r.get("cpu_busy") is not None for r in rows)
+    headers = ["system", "touch", "size", "cores"] + [AXIS_HEADERS.get(c.replace("point_", "", 1), c) for c in extra]
+    headers += ["Mpps (mean)", "stdev", "ns/pkt", "queue spread", "offered Mpps", "loss %"]
+    headers += ["CPU busy %"] if busy else []
+    headers += ["limit", "paper Mpps"]
+    align = ["---", "---", "---:", "---:"] + ["---:"] * len(extra) + ["---:"] * 6 + (["---:"] if busy else []) + ["---", "---:"]
+    lines = ["## %s" % title, "", "| %s |" % " | ".join(headers), "|%s|" % "|".join(align)]
+    flagged, line_rate = False, False
     for r in rows:
         limit = r["limit"]
         if limit == GENERATOR_LIMITED:
             limit = "offered load *"
             flagged = True
+        elif limit == LINE_RATE_LIMITED:
+            limit = "line rate †"
+            line_rate = True
         elif r.get("lost_at"):
             limit = "%s (lost at: %s)" % (limit, r["lost_at"])
         system = r["system"] if not r.get("action") else "%s %s" % (r["system"], r["action"])
-        lines.append(
-            "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
-            % (
-                system, r["touch"], r["packet_len"], r["cores"], _fmt(r["mpps_mean"], "%.3f"),
-                _fmt(r["mpps_stdev"], "%.3f"), _fmt(r["ns_per_packet"], "%.1f"), _fmt(r["queue_spread"], "%.2f"),
-                _fmt(r["offered_mpps"], "%.3f"), _fmt(r["loss_pct"], "%.2f"), limit, _fmt(r["paper_mpps"], "%.2f"),
-            )
-        )
+        cells = [system, r["touch"], r["packet_len"], r["cores"]] + [_fmt(r.get(c)) for c in extra]
+        cells += [
+            _fmt(r["mpps_mean"], "%.3f"), _fmt(r["mpps_stdev"], "%.3f"), _fmt(r["ns_per_packet"], "%.1f"),
+            _fmt(r["queue_spread"], "%.2f"), _fmt(r["offered_mpps"], "%.3f"), _fmt(r["loss_pct"], "%.2f"),
+        ]
+        cells += [_fmt(r.get("cpu_busy"), "%.1f")] if busy else []
+        cells += [limit, _fmt(r["paper_mpps"], "%.2f")]
+        lines.append("| %s |" % " | ".join(str(c) for c in cells))
     lines.append("")
     if flagged:
         lines.append(
             "\\* offered load: the DUT counted >= %d%% of what the generator sent, so the generator, not the DUT, "
             "was the limit; the DUT's capacity is at least this rate." % round(KEPT_UP_SHARE * 100)
+        )
+    if line_rate:
+        lines.append(
+            "† line rate: the generator offered >= %d%% of the link's line rate and the DUT kept up: the wire "
+            "was the limit." % round(LINE_RATE_SHARE * 100)
         )
     if any(r.get("lost_at") for r in rows):
         lines.append(
@@ -176,6 +266,8 @@ def to_markdown(rows, title, provenance_lines=()):
     )
     if provenance_lines:
         lines += ["", "Provenance:"] + ["- %s" % p for p in provenance_lines]
+    if figures_markdown:
+        lines += ["", figures_markdown.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: experiment_report
-short_description: Turn an experiment's trial records into a CSV and a Markdown table
+short_description: Turn an experiment's trial records into a CSV, a Markdown report and the paper's figures (PNG)
 version_added: 0.1.0
 description:
   - Reads the JSON-lines trial records an experiment wrote (one line per trial, see docs/ARCHITECTURE.md),
@@ -15,7 +15,13 @@ description:
     load, loss) and writes C(report.csv) and C(report.md) next to them.
   - Where a reference CSV of the paper is given, a column shows the paper's number for the same system and
     core count, for comparison only (another testbed).
-  - Runs on the controller (where the records are).
+  - With O(figures), draws each figure as a PNG with gnuplot (terminal pngcairo) next to the report, one line
+    per series (the median of the repetitions with min-max error bars), the paper's numbers as dashed lines in
+    the colour of the matching system, and a footnote naming both testbeds. The gnuplot script (C(NAME.gp)) and
+    its data files (C(NAME.dat), C(NAME.ref.dat)) stay beside the PNG: C(cd DEST && gnuplot NAME.gp) redraws it.
+    C(report.md) gains a section per figure: the image link, the medians, which limit each series hit and the
+    provenance of every series.
+  - Runs on the controller (where the records are); figures need gnuplot there (Debian package gnuplot-nox).
 author:
   - xdplab.testbed developers
 options:
@@ -40,8 +46,58 @@ options:
         number is shown only beside matching rows (the paper's XDP drop series is touch no_touch).
     type: dict
     default: {}
+  figures:
+    description:
+      - Figures to draw, one PNG each (C(DEST/NAME.png)). A figure is a mapping with the keys below.
+      - C(name) (required) file name stem; C(title); C(x) and C(y) (required) field paths of a record such as
+        C(point.cores), C(point.offered_mpps), C(result.pps), C(result.cpu_busy) (a bare name is a point field);
+        C(x_scale), C(y_scale) multiply them (C(1e-6) turns pps into Mpps).
+      - C(series) list of point fields whose values name a line (default C([system])), for example
+        C([system, touch]); the legend shows the system's label from the records' provenance and the other
+        fields only where they vary within a system. C(labels) maps a series id (its values joined by C(/), for
+        example C(xdp/read)) to a legend label.
+      - C(filter) maps a field (a point field or a dotted path) to a value or a list of values; other trials are
+        left out.
+      - C(xlabel), C(ylabel) axis labels (give the units); C(logscale) list of axes (C([x]), C([y]), C([x, y]));
+        C(xrange), C(yrange) C([min, max]) (null for automatic); C(xtics) list of tick positions; C(width),
+        C(height) pixels (default 1400x900, at least 1200x800); C(font_size) (default 14, at least 12);
+        C(errorbars) (default true); C(key) where the legend goes, C(outside) (right, default), C(below) or
+        C(inside).
+      - C(reference) the paper's numbers, drawn dashed; a mapping with C(file) (a CSV; relative to
+        O(reference_dir)), C(x) (its x column), C(columns) (mapping of a legend label to a column name or to
+        C({column, match}), where C(match) is a partial point, for example C({system: xdp, touch: no_touch}),
+        naming the series whose colour the paper's line takes), C(y_scale) (default the figure's),
+        C(x_scale), C(rows) (mapping of a CSV column to value(s): only those rows) and C(label_suffix) (text after
+        the label; default the paper's testbed in parentheses).
+    type: list
+    elements: dict
+    default: []
+  reference_dir:
+    description:
+      - Directory of the figures' relative reference files (default, the directory of O(reference), else the
+        current directory). Its C(README.md) names the paper's testbed (line "Testbed of the paper:").
+    type: path
+  reference_label:
+    description:
+      - The paper's testbed as the figures name it (legend suffix and footnote), for example
+        C(E5-1650 v4, ConnectX-5). Default, read from the C(README.md) beside the reference files.
+    type: str
+  link_speed_gbit:
+    description:
+      - Speed of the DUT's link in Gbit/s (a record's C(provenance.dut.link_speed_gbit) wins). A trial the DUT
+        kept up with, offered at 95% or more of the link's line rate, is marked as limited by the line rate.
+        Unknown (the virtual lab's veth) by default.
+    type: float
+  gnuplot:
+    description: The gnuplot executable (a name on PATH or a path).
+    type: str
+    default: gnuplot
 notes:
-  - Check mode computes the tables and reports whether the files would change, without writing them.
+  - Check mode computes the tables and figures and reports whether the files would change, without writing them
+    or running gnuplot.
+  - A figure is redrawn only when its script or data changed or its PNG is missing (idempotent).
+  - Fails before writing anything when a figure spec is wrong or O(figures) is set and gnuplot is missing
+    (install the Debian package gnuplot-nox).
 """
 
 EXAMPLES = r"""
@@ -58,6 +114,30 @@ EXAMPLES = r"""
 - name: Print it
   ansible.builtin.debug:
     msg: "{{ report.markdown.splitlines() }}"
+
+- name: Tables and the paper's figures
+  xdplab.testbed.experiment_report:
+    results: results/paper_drop/dut/trials.jsonl
+    title: Packet drop rate by DUT cores
+    reference_dir: "{{ playbook_dir }}/reference"
+    figures:
+      - name: paper_drop_mpps
+        title: Packet drop rate by number of DUT cores (64-byte UDP)
+        x: point.cores
+        y: result.pps
+        y_scale: 1.0e-6
+        series: [system, touch]
+        xlabel: DUT cores (receive queues)
+        ylabel: Drop rate (Mpps)
+        logscale: [y]
+        reference:
+          file: drop_vs_cores.csv
+          x: cores
+          columns:
+            XDP drop: {column: xdp_drop_pps, match: {system: xdp, touch: no_touch}}
+            DPDK rxonly: {column: dpdk_rxonly_pps, match: {system: dpdk_vector}}
+  delegate_to: localhost
+  register: report
 """
 
 RETURN = r"""
@@ -90,7 +170,34 @@ csv:
   returned: always
   type: str
 files:
-  description: Paths of the written (or, in check mode, to be written) files.
+  description:
+    - Paths of the written (or, in check mode, to be written) files, C(report.csv) and C(report.md) first, then
+      each figure's PNG, gnuplot script and data files.
+  returned: always
+  type: list
+  elements: str
+figures:
+  description: Paths of the figures' PNG files (drawn, or in check mode to be drawn), in the order of O(figures).
+  returned: always
+  type: list
+  elements: str
+  sample: [results/paper_drop/dut/paper_drop_mpps.png]
+figure_details:
+  description: Per figure, its series (legend label, colour, trials, points x/median/min/max/n) and reference lines.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: paper_drop_mpps
+      title: Packet drop rate by number of DUT cores
+      series:
+        - {id: xdp/no_touch, label: "XDP, no_touch", colour: "#1f5fbf", trials: 3,
+           points: [{x: 1, median: 5.6, min: 5.2, max: 6.0, n: 3}]}
+      reference:
+        - {label: "paper: XDP drop (E5-1650 v4, ConnectX-5)", column: xdp_drop_pps, matches: xdp/no_touch,
+           points: [{x: 1, y: 23.86}]}
+skipped_figures:
+  description: Names of figures not drawn because no trial record matched them (their filter, x and y).
   returned: always
   type: list
   elements: str
@@ -107,6 +214,7 @@ skipped_lines:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import figures as figs
 from ansible_collections.xdplab.testbed.plugins.module_utils import report
 
 
@@ -142,14 +250,98 @@ class ExperimentReport:
             os.replace(tmp, path)
         return True
 
+    def _specs(self):
+        """Validated figure specs (before anything is written), and gnuplot's path when there are figures."""
+        specs = []
+        try:
+            for i, spec in enumerate(self.p["figures"]):
+                specs.append(figs.validate_spec(spec, i))
+        except figs.SpecError as exc:
+            self.module.fail_json(msg=str(exc))
+        names = [s["name"] for s in specs]
+        if len(set(names)) != len(names):
+            self.module.fail_json(msg="figure names must be unique (they name the files), got %s" % names)
+        gnuplot = None
+        if specs:
+            gnuplot = self.module.get_bin_path(self.p["gnuplot"])
+            if not gnuplot:
+                self.module.fail_json(
+                    msg="gnuplot (%s) not found on the controller: the figures are drawn with it. Install the Debian "
+                    "package gnuplot-nox (apt-get install gnuplot-nox), or leave out the figures option" % self.p["gnuplot"]
+                )
+        return specs, gnuplot
+
+    def _reference_dir(self):
+        if self.p["reference_dir"]:
+            return self.p["reference_dir"]
+        return os.path.dirname(os.path.abspath(self.p["reference"])) if self.p["reference"] else os.getcwd()
+
+    def _figures(self, records, specs):
+        """Figure objects (None where no record matched), reading their reference CSVs."""
+        ref_dir = self._reference_dir()
+        out = []
+        for spec in specs:
+            text, testbed = None, (None, None)
+            if spec["reference"]:
+                path = os.path.join(ref_dir, spec["reference"]["file"])
+                try:
+                    with open(path) as f:
+                        text = f.read()
+                except OSError as exc:
+                    self.module.fail_json(
+                        msg="figure %s: cannot read reference %s: %s (see reference_dir)" % (spec["name"], path, exc)
+                    )
+                readme = os.path.join(os.path.dirname(path), "README.md")
+                if os.path.exists(readme):
+                    with open(readme) as f:
+                        testbed = figs.paper_testbed(f.read())
+                if self.p["reference_label"]:
+                    testbed = (self.p["reference_label"], self.p["reference_label"])
+            try:
+                out.append(figs.build(records, spec, text, testbed, self.p["link_speed_gbit"]))
+            except figs.SpecError as exc:
+                self.module.fail_json(msg="figure %s: %s" % (spec["name"], exc))
+        return out
+
+    def _draw(self, figure, dest, gnuplot):
+        """Write the figure's script and data; run gnuplot where they changed or the PNG is missing."""
+        changed = False
+        for fname, text in figure.files.items():
+            changed = self._write(os.path.join(dest, fname), text) or changed
+        png = os.path.join(dest, figure.png)
+        if not changed and os.path.exists(png):
+            return False
+        if self.module.check_mode:
+            return True
+        script = figure.spec["name"] + ".gp"
+        rc, out, err = self.module.run_command([gnuplot, script], cwd=dest)
+        if rc != 0 or not os.path.exists(png):
+            self.module.fail_json(
+                msg="gnuplot failed to draw %s (rc %d): %s" % (png, rc, (err or out).strip()[-2000:]),
+                cmd="cd %s && %s %s" % (dest, gnuplot, script),
+            )
+        return True
+
     def run(self):
+        specs, gnuplot = self._specs()
         try:
             with open(self.p["results"]) as f:
                 records, bad = report.read_records(f.read())
         except FileNotFoundError:
             self.module.fail_json(msg="no trial records at %s: run the experiment first" % self.p["results"])
-        rows = report.aggregate(records, self._reference())
-        markdown = report.to_markdown(rows, self.p["title"], report.provenance_lines(records))
+        reference = self._reference()
+        figures = self._figures(records, specs)
+        drawn = [f for f in figures if f is not None]
+        skipped = [s["name"] for s, f in zip(specs, figures) if f is None]
+        for name in skipped:
+            self.module.warn("figure %s: no trial record has its x and y (and matches its filter); not drawn" % name)
+        rows = report.aggregate(records, reference, self.p["link_speed_gbit"])
+        markdown = report.to_markdown(
+            rows,
+            self.p["title"],
+            report.provenance_lines(records),
+            figs.figures_markdown(drawn, {f.spec["name"]: f.png for f in drawn}),
+        )
         csv_text = report.to_csv(rows)
         dest = self.p["dest"] or os.path.dirname(os.path.abspath(self.p["results"]))
         if not self.module.check_mode:
@@ -157,8 +349,22 @@ class ExperimentReport:
         files = [os.path.join(dest, "report.csv"), os.path.join(dest, "report.md")]
         changed = self._write(files[0], csv_text)
         changed = self._write(files[1], markdown) or changed
+        pngs = []
+        for figure in drawn:
+            changed = self._draw(figure, dest, gnuplot) or changed
+            pngs.append(os.path.join(dest, figure.png))
+            files += [pngs[-1]] + [os.path.join(dest, n) for n in figure.files]
         return dict(
-            changed=changed, rows=rows, markdown=markdown, csv=csv_text, files=files, trials=len(records), skipped_lines=bad
+            changed=changed,
+            rows=rows,
+            markdown=markdown,
+            csv=csv_text,
+            files=files,
+            trials=len(records),
+            skipped_lines=bad,
+            figures=pngs,
+            figure_details=[f.summary() for f in drawn],
+            skipped_figures=skipped,
         )
 
 
@@ -170,6 +376,11 @@ def main():
             title=dict(type="str", default="Results"),
             reference=dict(type="path"),
             reference_columns=dict(type="dict", default={}),
+            figures=dict(type="list", elements="dict", default=[]),
+            reference_dir=dict(type="path"),
+            reference_label=dict(type="str"),
+            link_speed_gbit=dict(type="float"),
+            gnuplot=dict(type="str", default="gnuplot"),
         ),
         supports_check_mode=True,
     )
