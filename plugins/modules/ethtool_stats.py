@@ -1,0 +1,274 @@
+#!/usr/bin/python
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: ethtool_stats
+short_description: Per-second rates of the ethtool -S counters of several devices (what ethtool_stats.pl shows)
+version_added: 0.1.0
+author:
+  - xdplab.testbed developers
+description:
+  - Reads C(ethtool -S) of every device in O(devices), waits O(interval) seconds, reads them again, and returns
+    the per-second rate of each counter, like the script C(ethtool_stats.pl) of the XDP paper's lab notes.
+  - Each device's rate is its counter delta over the time between its own two reads on the monotonic clock
+    (C(time.monotonic()), CLOCK_MONOTONIC), not over the nominal interval.
+  - With O(samples) > 1 it takes O(samples) consecutive intervals and returns the average over the whole window
+    (total delta over total time) and every sample.
+  - With O(format_lines=true) it also returns the script's text lines
+    (C(Ethtool(mlx5p1  \) stat:     31064392 (     31,064,392\) <= rx_vport_unicast_packets /sec)).
+  - A counter that went down between two reads (driver reset) counts from zero.
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads counters; it runs unchanged in check mode and never reports a change.
+  diff_mode:
+    support: none
+options:
+  devices:
+    description: Interfaces to read, in the module's network namespace (one or more).
+    type: list
+    elements: str
+    required: true
+  interval:
+    description: Seconds per sample.
+    type: float
+    default: 1.0
+  samples:
+    description: Number of consecutive samples.
+    type: int
+    default: 1
+  warmup:
+    description: Seconds to wait before the first read.
+    type: float
+    default: 0.0
+  include:
+    description: Keep only counters matching at least one of these regular expressions (Python C(re.search)).
+    type: list
+    elements: str
+    default: []
+  exclude:
+    description: Drop counters matching any of these regular expressions.
+    type: list
+    elements: str
+    default: []
+  changed_only:
+    description: Leave out counters that did not change in the window (the script's default; C(--all) is false).
+    type: bool
+    default: true
+  format_lines:
+    description: Also return the script's text lines in RV(lines) (for the averages) and per sample.
+    type: bool
+    default: false
+  line_style:
+    description:
+      - Column widths of RV(lines). V(pl) is the script as published (C(stat: %12d (%15s\))); V(seed002) is the older
+        layout seen in the lab notes of seeds/002 (C(stat: %11d (%12s\))).
+    type: str
+    choices: [pl, seed002]
+    default: pl
+  ethtool:
+    description: Path or name of the ethtool binary.
+    type: str
+    default: ethtool
+requirements:
+  - ethtool on the target
+seealso:
+  - module: xdplab.testbed.xdp_stats
+notes:
+  - Rates are floats; RV(lines) rounds them like the script (C(%.0f)).
+"""
+
+EXAMPLES = r"""
+- name: Counters of both DUT ports that changed during 3 seconds, as ethtool_stats.pl prints them
+  xdplab.testbed.ethtool_stats:
+    devices: [mlx5p1, mlx5p2]
+    interval: 1
+    samples: 3
+    format_lines: true
+  register: nic
+
+- name: Show the lines
+  ansible.builtin.debug:
+    var: nic.lines
+
+- name: Only the XDP drop counters of the veth end, no matter whether they changed
+  xdplab.testbed.ethtool_stats:
+    devices: [veth-dut0]
+    include: ['^rx_queue_\d+_xdp_drops$']
+    changed_only: false
+"""
+
+RETURN = r"""
+rates:
+  description: Average per-second rate of each counter over the whole window, per device.
+  returned: always
+  type: dict
+  sample: {mlx5p1: {rx_vport_unicast_packets: 31064392.4, rx_xdp_drop: 31064390.0}}
+seconds:
+  description: Elapsed monotonic seconds between each device's first and last read.
+  returned: always
+  type: dict
+  sample: {mlx5p1: 3.0012}
+window:
+  description: First and last read of all devices on the host's monotonic clock (CLOCK_MONOTONIC, seconds).
+  returned: always
+  type: dict
+  contains:
+    start:
+      description: Monotonic time of the first read.
+      type: float
+    end:
+      description: Monotonic time of the last read.
+      type: float
+  sample: {start: 18342.501, end: 18345.502}
+samples:
+  description: Per-sample rates; C(t) is the end of the sample relative to the window start.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{t: 1.0, seconds: {mlx5p1: 1.0003}, rates: {mlx5p1: {rx_xdp_drop: 31064392.0}}, lines: []}]
+lines:
+  description: The script's lines for RV(rates) (empty unless O(format_lines=true)); devices in O(devices) order,
+    counters sorted by name.
+  returned: always
+  type: list
+  elements: str
+  sample: ["Ethtool(mlx5p1  ) stat:     31064392 (     31,064,392) <= rx_vport_unicast_packets /sec"]
+header:
+  description: The script's header line (C(Show adapter DEV.. statistics (ONLY that changed!\))).
+  returned: always
+  type: str
+  sample: Show adapter mlx5p1 mlx5p2 statistics (ONLY that changed!)
+devices:
+  description: The devices read, in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [mlx5p1, mlx5p2]
+"""
+
+import re
+from time import monotonic, sleep
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool
+
+
+class EthtoolStats:
+    """Does the work; main() only wires it."""
+
+    def __init__(self, module, clock=None, wait=None):
+        self.module = module
+        self.p = module.params
+        # looked up at call time so tests can replace the module's monotonic/sleep
+        self.clock = clock or (lambda: monotonic())
+        self.sleep = wait or (lambda seconds: sleep(seconds))
+        self.devices = list(dict.fromkeys(self.p["devices"]))
+        self.result = {"changed": False, "devices": self.devices}
+
+    def fail(self, msg):
+        self.module.fail_json(msg=msg, **self.result)
+
+    def validate(self):
+        if not self.devices:
+            self.fail("devices must name at least one interface")
+        bad = [d for d in self.devices if not re.match(r"^[A-Za-z0-9_.:@+-]{1,15}$", str(d))]
+        if bad:
+            self.fail(f"invalid interface name(s) {bad}: at most 15 characters, letters, digits and _.:@+-")
+        if self.p["interval"] <= 0:
+            self.fail(f"interval must be positive, got {self.p['interval']}")
+        if self.p["samples"] < 1:
+            self.fail(f"samples must be at least 1, got {self.p['samples']}")
+        if self.p["warmup"] < 0:
+            self.fail(f"warmup must be zero or more, got {self.p['warmup']}")
+        for key in ("include", "exclude"):
+            for pattern in self.p[key]:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    self.fail(f"{key}: {pattern!r} is not a valid regular expression ({exc})")
+
+    def read(self, device):
+        """(monotonic midpoint of the read, counters)."""
+        t0 = self.clock()
+        try:
+            stats = ethtool.stats(self.module.run_command, device, ethtool=self.p["ethtool"])
+        except ethtool.EthtoolError as exc:
+            self.fail(f"cannot read the counters of {device}: {exc}; does the interface exist in this network "
+                      f"namespace and does its driver report statistics (ethtool -i {device}: supports-statistics)?")
+        t1 = self.clock()
+        return (t0 + t1) / 2.0, stats
+
+    def read_all(self):
+        return {d: self.read(d) for d in self.devices}
+
+    def lines(self, rates):
+        if not self.p["format_lines"]:
+            return []
+        return ethtool.format_stats_lines(rates, style=self.p["line_style"], devices=self.devices)
+
+    def run(self):
+        self.validate()
+        if not self.module.get_bin_path(self.p["ethtool"]) and "/" not in self.p["ethtool"]:
+            self.fail(f"{self.p['ethtool']} not found on the target: install the Debian package ethtool")
+        if self.p["warmup"]:
+            self.sleep(self.p["warmup"])
+        opts = {"changed_only": self.p["changed_only"], "include": self.p["include"], "exclude": self.p["exclude"]}
+        rounds = [self.read_all()]
+        samples = []
+        for _ in range(self.p["samples"]):
+            self.sleep(self.p["interval"])
+            rounds.append(self.read_all())
+            prev, cur = rounds[-2], rounds[-1]
+            rates, seconds = ethtool.device_rates(
+                {d: (prev[d][0], prev[d][1], cur[d][0], cur[d][1]) for d in self.devices}, **opts)
+            samples.append({"t": max(cur[d][0] for d in self.devices) - rounds[0][self.devices[0]][0],
+                            "seconds": seconds, "rates": rates, "lines": self.lines(rates)})
+        first, last = rounds[0], rounds[-1]
+        # average over the window: sum of the per-sample deltas (each reset-corrected) over the total time
+        totals = {}
+        for d in self.devices:
+            acc = {}
+            for prev, cur in zip(rounds, rounds[1:]):
+                for k, v in ethtool.counter_rates(prev[d][1], cur[d][1], 1.0, changed_only=False).items():
+                    acc[k] = acc.get(k, 0.0) + v
+            elapsed = last[d][0] - first[d][0]
+            keep = ethtool.select_counters(list(acc), self.p["include"], self.p["exclude"])
+            totals[d] = {k: acc[k] / elapsed for k in keep if acc[k] or not self.p["changed_only"]}
+        self.result.update(
+            rates=totals,
+            seconds={d: last[d][0] - first[d][0] for d in self.devices},
+            window={"start": min(first[d][0] for d in self.devices), "end": max(last[d][0] for d in self.devices)},
+            samples=samples,
+            lines=self.lines(totals),
+            header=ethtool.stats_header(self.devices),
+        )
+        return self.result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            devices=dict(type="list", elements="str", required=True),
+            interval=dict(type="float", default=1.0),
+            samples=dict(type="int", default=1),
+            warmup=dict(type="float", default=0.0),
+            include=dict(type="list", elements="str", default=[]),
+            exclude=dict(type="list", elements="str", default=[]),
+            changed_only=dict(type="bool", default=True),
+            format_lines=dict(type="bool", default=False),
+            line_style=dict(type="str", choices=list(ethtool.LINE_STYLES), default="pl"),
+            ethtool=dict(type="str", default="ethtool"),
+        ),
+        supports_check_mode=True,
+    )
+    module.exit_json(**EthtoolStats(module).run())
+
+
+if __name__ == "__main__":
+    main()
