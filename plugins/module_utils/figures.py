@@ -34,6 +34,7 @@ FAMILIES = {
     "af_xdp": ("#2ca02c", "#7fd35a", "#146314", "#b5e6a0"),
     "linux": ("#8e44ad", "#c774e8", "#5b2370", "#d9b3ec"),
 }
+FAMILY_ORDER = ("xdp", "dpdk", "af_xdp", "linux")  # the legend's order, as the paper's figures
 OTHER_COLOURS = ("#8c6d1f", "#17a2b8", "#e377c2", "#555555", "#bcbd22", "#7f7f7f")
 # gnuplot point types: filled square, circle, triangle up, triangle down, diamond, pentagon; and the open ones
 FILLED_POINTS = (5, 7, 9, 11, 13, 15)
@@ -310,7 +311,13 @@ def our_series(records, spec):
             sys_labels.setdefault(system, psys["label"])
         if psys.get("impl"):
             impls.setdefault(system, psys["impl"])
-    keys = sorted(groups, key=report.sort_key)
+
+    def order(key):
+        system = dict(zip(spec["series"], key)).get("system")
+        fam = family_of(system, impls.get(system))
+        return (FAMILY_ORDER.index(fam) if fam in FAMILY_ORDER else len(FAMILY_ORDER),) + report.sort_key(key)
+
+    keys = sorted(groups, key=order)
     labels = _series_labels(keys, spec, sys_labels)
     out = []
     for key in keys:
@@ -408,37 +415,6 @@ def assign_styles(series, refs):
 # -- provenance and limits of a series -----------------------------------------------------------------------
 
 
-_PROGRAM_SKIP = {"command", "id", "interface", "system", "changed", "diff", "invocation", "binary", "testpmd"}
-
-
-def _flat(prefix, value, out):
-    if isinstance(value, dict):
-        for k in sorted(value):
-            _flat("%s.%s" % (prefix, k) if prefix else k, value[k], out)
-    elif isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != "":
-        out.append("%s %s" % (prefix, value))
-    elif isinstance(value, bool):
-        out.append("%s %s" % (prefix, "yes" if value else "no"))
-
-
-def program_summary(prog):
-    """One line of a system's provenance: XDP program name/tag/mode, DPDK version/SIMD, AF_XDP mode, netfilter ..."""
-    prog = dict(prog or {})
-    parts = []
-    if prog.get("name") and prog.get("tag"):
-        parts.append("program %s tag %s, %s mode" % (prog.pop("name"), prog.pop("tag"), prog.pop("mode", "?")))
-    if prog.get("dpdk_version"):
-        parts.append(str(prog.pop("dpdk_version")))
-    sha = prog.pop("object_sha256", None)
-    if sha:
-        parts.append("object sha256 %s" % str(sha)[:12])
-    rest = []
-    for key in sorted(prog):
-        if key not in _PROGRAM_SKIP:
-            _flat(key, prog[key], rest)
-    return "; ".join(parts + ([", ".join(rest)] if rest else []))
-
-
 def _distinct(values):
     out = []
     for v in values:
@@ -461,7 +437,7 @@ def series_provenance(recs):
                 % (dut.get("kernel_release", "?"), (" commit " + dut["kernel_commit"]) if dut.get("kernel_commit") else ""),
                 dut.get("cpu_model"),
                 "%s (%s, %s RX queues)" % (dut.get("interface", "?"), dut.get("driver", "?"), dut.get("rx_queues", "?")),
-                program_summary(prov.get("program")),
+                report.program_summary(prov.get("program")),
                 ("tools: " + tools) if tools else "",
                 "generator %s %s" % (gen.get("backend", "?"), gen.get("version", "")),
                 "collection %s%s"
@@ -556,6 +532,19 @@ def _all_integers(values):
     return bool(values) and all(float(v).is_integer() for v in values)
 
 
+def _key_rows(series, refs):
+    """Rows of a legend below the plot: ours in the left column, the paper's in the right one."""
+    drawn = len([r for r in refs if r["points"]])
+    return max(len(series), drawn) if drawn else (len(series) + 1) // 2
+
+
+def picture_height(spec, series, refs, footnotes):
+    """The spec's height, or more when the legend below and the footnotes would leave the plot under half of it."""
+    rows = _key_rows(series, refs) if spec["key"] == "below" else 0
+    text_px = spec["font_size"] * 1.9 * (3.0 + 0.4 + 1.2 * len(footnotes) + rows + 0.6 + 3.4)
+    return max(spec["height"], math.ceil(text_px / 0.5))
+
+
 def script_text(spec, series, refs, footnotes):
     """The gnuplot script; it runs in the figure's directory: `gnuplot NAME.gp` writes NAME.png."""
     name = spec["name"]
@@ -565,7 +554,7 @@ def script_text(spec, series, refs, footnotes):
         "# %s: %s" % (name, spec["title"]),
         "# written by xdplab.testbed.experiment_report; reproduce with: gnuplot %s.gp" % name,
         "set terminal pngcairo size %d,%d noenhanced font %s linewidth 1.5"
-        % (spec["width"], spec["height"], gp_string("DejaVu Sans,%d" % font)),
+        % (spec["width"], picture_height(spec, series, refs, footnotes), gp_string("DejaVu Sans,%d" % font)),
         "set output %s" % gp_string(name + ".png"),
         "set encoding utf8",
         "set title %s font %s" % (gp_string(spec["title"]), gp_string(",%d" % (font + 4))),
@@ -580,7 +569,7 @@ def script_text(spec, series, refs, footnotes):
     if spec["key"] == "outside":
         lines.append("set key outside right top vertical Left reverse samplen 3 spacing 1.3 width 1 box lc rgb '#a0a0a0'")
     elif spec["key"] == "below":
-        lines.append("set key horizontal Left reverse samplen 4 spacing 1.3 width 2 maxcols 2")
+        lines.append("set key vertical Left reverse samplen 3 spacing 1.3 width -1")
     else:
         lines.append("set key inside left top vertical Left reverse samplen 3 spacing 1.3 opaque box lc rgb '#a0a0a0'")
     logx, logy = "x" in spec["logscale"], "y" in spec["logscale"]
@@ -602,8 +591,15 @@ def script_text(spec, series, refs, footnotes):
     xrange = spec["xrange"]
     if spec["xtics"]:
         lines.append("set xtics (%s)" % ", ".join(_num(t) for t in spec["xtics"]))
-    elif logx and 0 < len(xs) <= 16:
-        lines.append("set xtics (%s)" % ", ".join(_num(t) for t in xs))
+    elif logx and 0 < len(xs) <= 16 and xs[0] > 0:
+        # a tick at every x of the data, but none crowding the one before it
+        tics = [xs[0]]
+        for x in xs[1:]:
+            if x / tics[-1] >= 1.3:
+                tics.append(x)
+        lines.append("set xtics (%s)" % ", ".join(_num(t) for t in tics))
+        if xrange is None:
+            xrange = [xs[0] / 1.25, xs[-1] * 1.25]
     elif not logx and _all_integers(xs) and xs[-1] - xs[0] <= 16:
         # integer axis (cores): a tick per integer, half a step of room on each side
         lines.append("set xtics 1 format '%g'")
@@ -618,8 +614,9 @@ def script_text(spec, series, refs, footnotes):
         lines.append("set yrange [0:*]")
         lines.append("set offsets 0, 0, graph 0.05, 0")
     # bottom up, in screen coordinates: footnotes (the testbeds), the legend (key below), the x axis labels
-    entries = len(series) + len([r for r in refs if r["points"]])
-    line = font * 1.9 / spec["height"]
+    height = picture_height(spec, series, refs, footnotes)
+    key_rows = _key_rows(series, refs) if spec["key"] == "below" else 0
+    line = font * 1.9 / height
     foot_top = (0.4 + 1.2 * len(footnotes)) * line
     for i, note in enumerate(footnotes):
         y = (0.6 + (len(footnotes) - 1 - i) * 1.2) * line
@@ -629,9 +626,8 @@ def script_text(spec, series, refs, footnotes):
         )
     key_top = foot_top
     if spec["key"] == "below":
-        rows = (entries + 1) // 2
-        key_top = foot_top + (rows * 1.0 + 0.6) * line
-        lines.append("set key at screen 0.5, screen %.4f center top" % key_top)
+        key_top = foot_top + (key_rows * 1.0 + 0.6) * line
+        lines.append("set key at screen 0.5, screen %.4f center top maxrows %d" % (key_top, key_rows))
     lines.append("set bmargin at screen %.4f" % (key_top + 3.4 * line))
     lines.append("set tmargin at screen %.4f" % (1 - 3.0 * line))
     plots = []
@@ -642,12 +638,18 @@ def script_text(spec, series, refs, footnotes):
             "%s index %d using %s with %s lc rgb '%s' lw 2.5 dt 1 pt %d title %s"
             % (gp_string(name + ".dat"), i, using, style, s["colour"], s["point_type"], gp_string(s["label"]))
         )
+    drawn = len([r for r in refs if r["points"]])
+    if spec["key"] == "below" and drawn:
+        # blank legend entries so that ours fill the left column and the paper's the right one
+        plots += ["NaN with lines lc rgb '#ffffff' title ' '"] * (key_rows - len(series))
     for i, r in enumerate(refs):
         if r["points"]:
             plots.append(
                 "%s index %d using 1:2 with linespoints lc rgb '%s' lw 2 dt (8,5) pt %d title %s"
                 % (gp_string(name + ".ref.dat"), i, r["colour"], r["point_type"], gp_string(r["label"]))
             )
+    if spec["key"] == "below" and drawn:
+        plots += ["NaN with lines lc rgb '#ffffff' title ' '"] * (key_rows - drawn)
     lines.append("plot " + ", \\\n     ".join(plots))
     return "\n".join(lines) + "\n"
 

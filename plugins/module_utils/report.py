@@ -28,8 +28,21 @@ WIRE_OVERHEAD_BYTES = 20  # preamble 7 + SFD 1 + inter-frame gap 12 (as the wire
 KEPT_UP_SHARE = 0.99
 
 CSV_COLUMNS = (
-    "system", "action", "touch", "packet_len", "cores", "repetitions", "mpps_mean", "mpps_stdev",
-    "ns_per_packet", "queue_spread", "offered_mpps", "loss_pct", "limit", "lost_at", "paper_mpps",
+    "system",
+    "action",
+    "touch",
+    "packet_len",
+    "cores",
+    "repetitions",
+    "mpps_mean",
+    "mpps_stdev",
+    "ns_per_packet",
+    "queue_spread",
+    "offered_mpps",
+    "loss_pct",
+    "limit",
+    "lost_at",
+    "paper_mpps",
 )
 # computed columns of a row: a matrix axis of the same name is shown as point_<axis>
 _COMPUTED = frozenset(CSV_COLUMNS[5:]) | {"cpu_busy"}
@@ -155,8 +168,9 @@ def aggregate(records, reference=None, link_speed_gbit=None):
         mean = statistics.fmean(pps)
         point = dict(zip(axes, key))
         limit = GENERATOR_LIMITED if GENERATOR_LIMITED in limits else DUT_LIMITED
-        limit = limit_with_line_rate(limit, statistics.fmean(offered), point.get("packet_len"),
-                                     link_speed_of(recs[0], link_speed_gbit))
+        limit = limit_with_line_rate(
+            limit, statistics.fmean(offered), point.get("packet_len"), link_speed_of(recs[0], link_speed_gbit)
+        )
         ref = reference.get(point["system"])
         paper = None
         if ref and all(point.get(k) == v for k, v in ref["match"].items()):
@@ -238,8 +252,12 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
         system = r["system"] if not r.get("action") else "%s %s" % (r["system"], r["action"])
         cells = [system, r["touch"], r["packet_len"], r["cores"]] + [_fmt(r.get(c)) for c in extra]
         cells += [
-            _fmt(r["mpps_mean"], "%.3f"), _fmt(r["mpps_stdev"], "%.3f"), _fmt(r["ns_per_packet"], "%.1f"),
-            _fmt(r["queue_spread"], "%.2f"), _fmt(r["offered_mpps"], "%.3f"), _fmt(r["loss_pct"], "%.2f"),
+            _fmt(r["mpps_mean"], "%.3f"),
+            _fmt(r["mpps_stdev"], "%.3f"),
+            _fmt(r["ns_per_packet"], "%.1f"),
+            _fmt(r["queue_spread"], "%.2f"),
+            _fmt(r["offered_mpps"], "%.3f"),
+            _fmt(r["loss_pct"], "%.2f"),
         ]
         cells += [_fmt(r.get("cpu_busy"), "%.1f")] if busy else []
         cells += [limit, _fmt(r["paper_mpps"], "%.2f")]
@@ -271,6 +289,37 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
     return "\n".join(lines) + "\n"
 
 
+_PROGRAM_SKIP = {"command", "id", "interface", "system", "changed", "diff", "invocation", "binary", "testpmd"}
+
+
+def _flat(prefix, value, out):
+    if isinstance(value, dict):
+        for k in sorted(value):
+            _flat("%s.%s" % (prefix, k) if prefix else k, value[k], out)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != "":
+        out.append("%s %s" % (prefix, value))
+    elif isinstance(value, bool):
+        out.append("%s %s" % (prefix, "yes" if value else "no"))
+
+
+def program_summary(prog):
+    """One line of a system's provenance: XDP program name/tag/mode, DPDK version/SIMD, AF_XDP mode, netfilter ..."""
+    prog = dict(prog or {})
+    parts = []
+    if prog.get("name") and prog.get("tag"):
+        parts.append("program %s tag %s, %s mode" % (prog.pop("name"), prog.pop("tag"), prog.pop("mode", "?")))
+    if prog.get("dpdk_version"):
+        parts.append(str(prog.pop("dpdk_version")))
+    sha = prog.pop("object_sha256", None)
+    if sha:
+        parts.append("object sha256 %s" % str(sha)[:12])
+    rest = []
+    for key in sorted(prog):
+        if key not in _PROGRAM_SKIP:
+            _flat(key, prog[key], rest)
+    return "; ".join(parts + ([", ".join(rest)] if rest else []))
+
+
 def provenance_lines(records):
     """Distinct provenance facts across the records, one readable line each."""
     seen = []
@@ -281,25 +330,20 @@ def provenance_lines(records):
         gen = prov.get("generator", {})
         controller = prov.get("controller", {})
         tools = ", ".join("%s %s" % (k, v) for k, v in sorted((dut.get("tools") or {}).items()) if v)
-        line = (
-            "kernel %s%s on %s (%s, %s queues); program %s tag %s, %s mode (object sha256 %s); tools: %s; "
-            "generator %s %s; collection %s%s"
-            % (
-                dut.get("kernel_release", "?"),
-                (" commit " + dut["kernel_commit"]) if dut.get("kernel_commit") else "",
-                dut.get("interface", "?"),
-                dut.get("driver", "?"),
-                dut.get("rx_queues", "?"),
-                prog.get("name", "?"),
-                prog.get("tag", "?"),
-                prog.get("mode", "?"),
-                (prog.get("object_sha256") or "?")[:12],
-                tools or "?",
-                gen.get("backend", "?"),
-                gen.get("version", ""),
-                controller.get("collection_version", "?"),
-                (" @" + controller["repo_commit"]) if controller.get("repo_commit") else "",
-            )
+        system = prov.get("system") or {}
+        line = "kernel %s%s on %s (%s, %s queues); %s%s; tools: %s; generator %s %s; collection %s%s" % (
+            dut.get("kernel_release", "?"),
+            (" commit " + dut["kernel_commit"]) if dut.get("kernel_commit") else "",
+            dut.get("interface", "?"),
+            dut.get("driver", "?"),
+            dut.get("rx_queues", "?"),
+            ("%s: " % (system.get("label") or system.get("name"))) if system else "",
+            program_summary(prog) or "?",
+            tools or "?",
+            gen.get("backend", "?"),
+            gen.get("version", ""),
+            controller.get("collection_version", "?"),
+            (" @" + controller["repo_commit"]) if controller.get("repo_commit") else "",
         )
         if line not in seen:
             seen.append(line)
