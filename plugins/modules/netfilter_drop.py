@@ -1,0 +1,261 @@
+#!/usr/bin/python
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: netfilter_drop
+short_description: Make the DUT's network stack drop the UDP test flows, before or after connection tracking
+version_added: 0.2.0
+author:
+  - xdplab.testbed developers
+description:
+  - Puts in place (or removes) one counting drop rule for UDP packets arriving on O(interface) with a destination
+    port in O(port_base) .. O(port_base) + O(port_count) - 1, the XDP paper's "Linux (raw)" and
+    "Linux (conntrack)" lines of the drop figure.
+  - O(mode=raw) drops in a prerouting chain at priority raw (-300), before connection tracking.
+    O(mode=conntrack) drops in a prerouting chain at priority mangle (-150), after connection tracking, and only
+    packets conntrack classified (C(ct state new,established,related)); that match makes the kernel run
+    nf_conntrack_in on every packet of the namespace. Both drop before the route lookup, so they differ by
+    conntrack only. The conntrack entries are never confirmed (that happens at the end of input), so
+    nf_conntrack_count stays near 0 while every packet allocates and frees one.
+  - "O(backend=nftables): table C(inet <table>) with one base chain (C(drop_raw) or C(drop_conntrack)).
+    O(backend=iptables): a user chain named O(table) in the C(raw) (or C(mangle)) table, jumped to from the first
+    rule of its PREROUTING chain; O(iptables_binary) picks C(iptables) (Debian 12: the nf_tables variant) or
+    C(iptables-legacy)."
+  - O(state=present) leaves exactly that rule set (replaced atomically with nftables when it differs);
+    O(state=absent) removes only the module's own table or chains, never other rules. Objects of the other
+    backend with the same name are removed too when that backend's command is installed, so only one drop
+    is in place.
+  - Every command is local to the network namespace the module runs in (C(ip netns exec), the
+    C(xdplab.testbed.netns) connection).
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change (and the diff) without touching the rule set.
+  diff_mode:
+    support: full
+    description: Before and after rule set text (nftables C(nft -s list table), iptables C(-S) lines).
+options:
+  state:
+    description: Whether the drop rule is in place.
+    type: str
+    choices: [present, absent]
+    default: present
+  backend:
+    description: Which netfilter front end writes the rule.
+    type: str
+    choices: [nftables, iptables]
+    default: nftables
+  mode:
+    description: Drop before (C(raw)) or after (C(conntrack)) connection tracking.
+    type: str
+    choices: [raw, conntrack]
+    default: raw
+  table:
+    description: Name of the nftables table (family inet) or of the iptables user chain.
+    type: str
+    default: xdplab
+  interface:
+    description:
+      - The DUT port (matched by input interface name). Required with O(state=present) and must exist in the
+        module's network namespace. Ignored with O(state=absent).
+    type: str
+  protocol:
+    description: Protocol of the test flows.
+    type: str
+    choices: [udp]
+    default: udp
+  port_base:
+    description: UDP destination port of the first test flow (the paper's generator uses 12 + flow number).
+    type: int
+    default: 12
+  port_count:
+    description: Number of consecutive destination ports (flows) to drop.
+    type: int
+    default: 1
+  iptables_binary:
+    description: The iptables command for O(backend=iptables), for example C(iptables-legacy) or C(iptables-nft).
+    type: str
+    default: iptables
+requirements:
+  - root in the DUT's network namespace
+  - Debian package C(nftables) (O(backend=nftables)) or C(iptables) (O(backend=iptables))
+  - a kernel with nf_tables (or x_tables) and nf_conntrack (built in or loadable)
+seealso:
+  - module: xdplab.testbed.netfilter_stats
+"""
+
+EXAMPLES = r"""
+- name: Drop the test flows before conntrack (Linux raw)
+  xdplab.testbed.netfilter_drop:
+    interface: dut0
+    mode: raw
+    port_base: 12
+    port_count: 4
+
+- name: Same with iptables-legacy after conntrack
+  xdplab.testbed.netfilter_drop:
+    backend: iptables
+    iptables_binary: iptables-legacy
+    interface: dut0
+    mode: conntrack
+    port_count: 4
+
+- name: Remove it
+  xdplab.testbed.netfilter_drop:
+    state: absent
+"""
+
+RETURN = r"""
+rules:
+  description: The module's rules as they are now, with their handles (iptables: rule numbers) and counters.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{table: inet xdplab, chain: drop_raw, hook: prerouting, priority: -300, handle: 2, packets: 0, bytes: 0}]
+handles:
+  description: Handles (nftables) or rule numbers (iptables) of the drop rules.
+  returned: always
+  type: list
+  elements: int
+  sample: [2]
+ruleset:
+  description: The module's rule set as text (empty when absent).
+  returned: always
+  type: str
+  sample: "table inet xdplab {\n\tchain drop_raw {\n..."
+mode:
+  description: The mode asked for (null with state absent).
+  returned: always
+  type: str
+  sample: raw
+backend:
+  description: The backend used.
+  returned: always
+  type: str
+  sample: nftables
+backend_version:
+  description: C(nft --version) or C(iptables --version).
+  returned: always
+  type: str
+  sample: nftables v1.0.6 (Lester Gooch #5)
+binary:
+  description: Path of the command used.
+  returned: always
+  type: str
+  sample: /usr/sbin/nft
+match:
+  description: What the rule matches (state present).
+  returned: when state is present
+  type: dict
+  sample: {interface: dut0, protocol: udp, port_base: 12, port_count: 4, port_last: 15, mode: raw, table: xdplab}
+"""
+
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import netfilter
+
+
+class NetfilterDrop:
+    """Does the work; main() only wires it."""
+
+    def __init__(self, module):
+        self.module = module
+        self.p = module.params
+        self.result = {"changed": False, "backend": self.p["backend"], "mode": None, "rules": [], "handles": []}
+        self.spec = None
+        if self.p["state"] == "present":
+            try:
+                self.spec = netfilter.Spec(self.p["mode"], self.p["interface"], self.p["port_base"],
+                                           self.p["port_count"], self.p["table"], self.p["protocol"])
+            except netfilter.NetfilterError as exc:
+                self.fail(str(exc))
+            self.check_interface()
+            self.result["mode"] = self.spec.mode
+            self.result["match"] = self.spec.as_dict()
+        elif not netfilter.NAME_RE.match(self.p["table"] or ""):
+            self.fail(f"table {self.p['table']!r} is not a valid name")
+        self.backend = netfilter.backend_for(module, self.p["backend"], self.p["iptables_binary"])
+        self.other = self.other_backend()
+        self.result["binary"] = self.backend.nft if self.p["backend"] == "nftables" else self.backend.ipt
+
+    def fail(self, msg):
+        self.module.fail_json(msg=msg, **self.result)
+
+    def check_interface(self):
+        names = [n for _i, n in socket.if_nameindex()]
+        if self.p["interface"] not in names:
+            self.fail(f"interface {self.p['interface']} does not exist in this network namespace (interfaces here: "
+                      f"{', '.join(names)}); run the module in the DUT's namespace or fix interface")
+
+    def other_backend(self):
+        """The other backend's object, when its command is installed (to clean up our leftovers there)."""
+        if self.p["backend"] == "nftables":
+            path = self.module.get_bin_path(self.p["iptables_binary"])
+            return netfilter.Iptables(self.module.run_command, path) if path else None
+        path = self.module.get_bin_path("nft")
+        return netfilter.Nftables(self.module.run_command, path) if path else None
+
+    def other_has_ours(self):
+        return self.other is not None and self.other.exists(self.other.read(self.p["table"]))
+
+    def run(self):
+        table = self.p["table"]
+        try:
+            self.result["backend_version"] = self.backend.version()
+            before_text = self.backend.text(table)
+            current = self.backend.read(table)
+            leftovers = self.other_has_ours()
+            if self.p["state"] == "present":
+                wanted = not self.backend.matches(self.spec, current)
+                if wanted and not self.module.check_mode:
+                    self.backend.apply(self.spec)
+                planned = self.backend.desired_text(self.spec)
+            else:
+                wanted = self.backend.exists(current)
+                if wanted and not self.module.check_mode:
+                    self.backend.remove(table)
+                planned = ""
+            if leftovers and not self.module.check_mode:
+                self.other.remove(table)
+                self.module.warn(f"removed the {self.other.name} objects named {table} left by an earlier run")
+            self.result["changed"] = bool(wanted or leftovers)
+            after_text = (planned if wanted else before_text) if self.module.check_mode else self.backend.text(table)
+            self.result["ruleset"] = after_text
+            if self.module._diff:
+                header = f"{self.p['backend']} {table}"
+                self.result["diff"] = {"before": before_text, "after": after_text,
+                                       "before_header": header, "after_header": header}
+            self.result["rules"] = self.backend.describe(table)
+            self.result["handles"] = [r["handle"] for r in self.result["rules"]]
+        except netfilter.NetfilterError as exc:
+            self.fail(str(exc))
+        return self.result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+            "backend": {"type": "str", "choices": list(netfilter.BACKENDS), "default": "nftables"},
+            "mode": {"type": "str", "choices": list(netfilter.MODES), "default": "raw"},
+            "table": {"type": "str", "default": "xdplab"},
+            "interface": {"type": "str"},
+            "protocol": {"type": "str", "choices": ["udp"], "default": "udp"},
+            "port_base": {"type": "int", "default": 12},
+            "port_count": {"type": "int", "default": 1},
+            "iptables_binary": {"type": "str", "default": "iptables"},
+        },
+        required_if=[("state", "present", ("interface",))],
+        supports_check_mode=True,
+    )
+    module.exit_json(**NetfilterDrop(module).run())
+
+
+if __name__ == "__main__":
+    main()
