@@ -106,14 +106,22 @@ def build_command(p, ports):
     for port in ports:
         eal += port["eal"]
     eal += list(p.get("extra_eal_args") or [])
-    app = ["-i", "--forward-mode=%s" % p["forward_mode"], "--nb-cores=%d" % p["nb_cores"],
-           "--rxq=%d" % p["rxq"], "--txq=%d" % p["txq"]]
+    app = [
+        "-i",
+        "--forward-mode=%s" % p["forward_mode"],
+        "--nb-cores=%d" % p["nb_cores"],
+        "--rxq=%d" % p["rxq"],
+        "--txq=%d" % p["txq"],
+    ]
+    extra = list(p.get("extra_args") or [])
+    if len(ports) == 1 and not any(a.startswith("--port-topology") for a in extra):
+        app.append("--port-topology=loop")  # one port forwards to itself (testpmd's default pairs ports)
     for key, flag in (("rxd", "--rxd"), ("txd", "--txd"), ("burst", "--burst"), ("mbufs", "--total-num-mbufs")):
         if p.get(key):
             app.append("%s=%d" % (flag, p[key]))
     if p.get("rss"):
         app.append(RSS_FLAGS[p["rss"]])
-    app += list(p.get("extra_args") or [])
+    app += extra
     return [p["binary"], *eal, "--", *app]
 
 
@@ -324,6 +332,16 @@ def parse_queue_info(text):
     return out
 
 
+def split_transcript(text):
+    """A session transcript (``<name>.log``) -> (banner, [(command, output)]), split at the prompts."""
+    chunks = clean(text).split(PROMPT.decode())
+    pairs = []
+    for chunk in chunks[1:]:
+        command, _sep, output = chunk.partition("\n")
+        pairs.append((command.strip(), output))
+    return chunks[0], pairs
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # errors
 # ---------------------------------------------------------------------------------------------------------------
@@ -350,19 +368,17 @@ def explain_failure(text, ports=None, lcores=None, online=None):
     match = re.search(r"invalid core list, please check specified cores are part of (\S+)", text)
     if match or re.search(r"lcore \d+ unavailable", text):
         gone = re.findall(r"lcore (\d+) unavailable", text)
-        return ("EAL refused lcores %s: lcores %s are not available (usable CPUs: %s); pick lcores among the "
-                "online CPUs" % (",".join(map(str, lcores or [])), ",".join(gone) or "?",
-                                 match.group(1) if match else ",".join(map(str, online or []))))
+        return "EAL refused lcores %s: lcores %s are not available (usable CPUs: %s); pick lcores among the online CPUs" % (
+            ",".join(map(str, lcores or [])),
+            ",".join(gone) or "?",
+            match.group(1) if match else ",".join(map(str, online or [])),
+        )
     match = re.search(r"nb-cores should be > 0 and <= (\d+)", text)
     if match:
-        return ("nb_cores is more than the %s forwarding lcores testpmd has: give lcores one main lcore plus "
-                "nb_cores forwarding lcores" % match.group(1))
-    match = re.search(r"input ([rt]xq) \((\d+)\) can't be greater than max_([rt]x)_queues \((\d+)\) of port (\d+)", text)
-    if match:
-        which, asked, _d, maximum, port = match.groups()
-        dev = ports[int(port)]["spec"] if int(port) < len(ports) else "port %s" % port
-        return ("%s=%s is more than the %s queues port %s (%s) has: lower %s to at most %s"
-                % (which, asked, maximum, port, dev, which, maximum))
+        return (
+            "nb_cores is more than the %s forwarding lcores testpmd has: give lcores one main lcore plus "
+            "nb_cores forwarding lcores" % match.group(1)
+        )
     if "No probed ethernet devices" in text or "failed to initialize" in text:
         details = [ln.strip() for ln in text.splitlines()
                    if re.search(r"failed|error|No such|cannot|not found|larger than", ln, re.I)
@@ -372,11 +388,27 @@ def explain_failure(text, ports=None, lcores=None, online=None):
             hint = ("; a PCI device must be bound to a DPDK-capable driver (dpdk-devbind.py -b vfio-pci ADDR), "
                     "except mlx5 which stays on mlx5_core")
         return "testpmd probed no port for %s%s%s" % (
-            ", ".join(p["spec"] for p in ports) or "the given ports", (": " + "; ".join(details[:4])) if details else "",
-            hint)
+            ", ".join(p["spec"] for p in ports) or "the given ports",
+            (": " + "; ".join(details[:4])) if details else "",
+            hint,
+        )
+    match = re.search(r"input ([rt]xq) \((\d+)\) can't be greater than max_([rt]x)_queues \((\d+)\) of port (\d+)", text)
+    if match:
+        which, asked, _d, maximum, port = match.groups()
+        dev = ports[int(port)]["spec"] if int(port) < len(ports) else "port %s" % port
+        return "%s=%s is more than the %s queues port %s (%s) has: lower %s to at most %s" % (
+            which,
+            asked,
+            maximum,
+            port,
+            dev,
+            which,
+            maximum,
+        )
     if re.search(r"Creation of mbuf pool .* failed|Cannot allocate memory", text):
-        return ("testpmd could not allocate its mbuf pool (%s): raise memory_mb, reserve more hugepages, or lower "
-                "mbufs" % (cause or "Cannot allocate memory"))
+        return "testpmd could not allocate its mbuf pool (%s): raise memory_mb, reserve more hugepages, or lower mbufs" % (
+            cause or "Cannot allocate memory"
+        )
     match = re.search(r"Invalid (\S+) packet forwarding mode", text)
     if match:
         return "testpmd does not know forward mode %s; use one of %s" % (match.group(1), ", ".join(FORWARD_MODES))
