@@ -752,8 +752,11 @@ def build(records, spec, reference_text=None, testbed=(None, None), link_speed_g
     return Figure(spec, series, refs, footnotes, link_speed_gbit)
 
 
-def figures_markdown(figures, links):
-    """The report's figures section: one subsection per figure."""
-    if not figures:
+def figures_markdown(figures, links, skipped=()):
+    """The report's figures section: one subsection per figure, and the names of those not drawn."""
+    if not figures and not skipped:
         return ""
-    return "\n".join(["## Figures", ""] + [f.markdown(links[f.spec["name"]]) for f in figures])
+    lines = ["## Figures", ""] + [f.markdown(links[f.spec["name"]]) for f in figures]
+    if skipped:
+        lines.append("Not drawn (no trial matched): %s\n" % ", ".join(skipped))
+    return "\n".join(lines)

@@ -18,9 +18,9 @@ description:
   - With O(figures), draws each figure as a PNG with gnuplot (terminal pngcairo) next to the report, one line
     per series (the median of the repetitions with min-max error bars), the paper's numbers as dashed lines in
     the colour of the matching system, and a footnote naming both testbeds. The gnuplot script (C(NAME.gp)) and
-    its data files (C(NAME.dat), C(NAME.ref.dat)) stay beside the PNG: C(cd DEST && gnuplot NAME.gp) redraws it.
-    C(report.md) gains a section per figure: the image link, the medians, which limit each series hit and the
-    provenance of every series.
+    its data files (C(NAME.dat), C(NAME.ref.dat)) stay beside the PNG; C(cd DEST && gnuplot NAME.gp) redraws it.
+    C(report.md) gains a section per figure (the image link, the medians, which limit each series hit and the
+    provenance of every series).
   - Runs on the controller (where the records are); figures need gnuplot there (Debian package gnuplot-nox).
 author:
   - xdplab.testbed developers
@@ -61,13 +61,13 @@ options:
       - C(xlabel), C(ylabel) axis labels (give the units); C(logscale) list of axes (C([x]), C([y]), C([x, y]));
         C(xrange), C(yrange) C([min, max]) (null for automatic); C(xtics) list of tick positions; C(width),
         C(height) pixels (default 1400x900, at least 1200x800); C(font_size) (default 14, at least 12);
-        C(errorbars) (default true); C(key) where the legend goes, C(outside) (right, default), C(below) or
-        C(inside).
+        C(errorbars) (default true); C(key) where the legend goes, C(below) (default, ours in the left column and the paper's in the right
+        one), C(outside) (right of the plot) or C(inside).
       - C(reference) the paper's numbers, drawn dashed; a mapping with C(file) (a CSV; relative to
         O(reference_dir)), C(x) (its x column), C(columns) (mapping of a legend label to a column name or to
-        C({column, match}), where C(match) is a partial point, for example C({system: xdp, touch: no_touch}),
+        C({column, match}), where C(match) is a partial point (for example system xdp and touch no_touch),
         naming the series whose colour the paper's line takes), C(y_scale) (default the figure's),
-        C(x_scale), C(rows) (mapping of a CSV column to value(s): only those rows) and C(label_suffix) (text after
+        C(x_scale), C(rows) (mapping of a CSV column to value(s), only those rows) and C(label_suffix) (text after
         the label; default the paper's testbed in parentheses).
     type: list
     elements: dict
@@ -340,7 +340,7 @@ class ExperimentReport:
             rows,
             self.p["title"],
             report.provenance_lines(records),
-            figs.figures_markdown(drawn, {f.spec["name"]: f.png for f in drawn}),
+            figs.figures_markdown(drawn, {f.spec["name"]: f.png for f in drawn}, skipped),
         )
         csv_text = report.to_csv(rows)
         dest = self.p["dest"] or os.path.dirname(os.path.abspath(self.p["results"]))

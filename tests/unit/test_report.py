@@ -101,3 +101,54 @@ def test_limit_of():
     assert report.limit_of(99, 100) == "generator"
     assert report.limit_of(98, 100) == "dut"
     assert report.limit_of(0, 0) == "dut"
+
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "report")
+
+
+def fixture_records(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return report.read_records(f.read())[0]
+
+
+def test_every_matrix_axis_is_a_point_and_cpu_busy_is_shown():
+    # paper_drop_cpu: the points differ only in their offered_mpps axis; they must not be merged
+    records = fixture_records("paper_drop_cpu.jsonl")
+    rows = report.aggregate(records)
+    assert len(rows) == 15
+    xdp = [r for r in rows if r["system"] == "xdp"]
+    # offered_mpps is also a computed column: the axis becomes point_offered_mpps, ordered by value
+    assert [r["point_offered_mpps"] for r in xdp] == [0.25, 0.5, 1, 2, 3]
+    assert [r["cpu_busy"] for r in xdp] == [6.5, 10.8, 18.0, 31.0, 44.0]
+    assert xdp[0]["offered_mpps"] == pytest.approx(0.25, abs=0.001)
+    parsed = list(csv.DictReader(io.StringIO(report.to_csv(rows))))
+    assert list(parsed[0])[:6] == ["system", "action", "touch", "packet_len", "cores", "point_offered_mpps"]
+    assert parsed[0]["cpu_busy"] == "98.5"
+    md = report.to_markdown(rows, "CPU", report.provenance_lines(records))
+    header = md.splitlines()[2]
+    assert "| cores | target Mpps | Mpps (mean) |" in header and "| CPU busy % | limit |" in header
+    assert "| xdp drop | no_touch | 64 | 1 | 0.25 | 0.250 |" in md
+
+
+def test_line_rate_limit_when_the_link_speed_is_known():
+    assert report.wire_pps(100, 64) == pytest.approx(148809523.8, rel=1e-9)
+    # the DUT kept up with 1.5 Mpps on a 1 Gbit/s link (1.488 Mpps of 64-byte frames): the wire was the limit
+    assert report.limit_with_line_rate("generator", 1.5e6, 64, 1) == "line rate"
+    assert report.limit_with_line_rate("generator", 1.0e6, 64, 1) == "generator"
+    assert report.limit_with_line_rate("dut", 1.5e6, 64, 1) == "dut"
+    assert report.limit_with_line_rate("generator", 1.5e6, 64, None) == "generator"
+    recs = [record(1, "no_touch", 1, 14.8e6, 14.85e6, "generator")]
+    assert report.aggregate(recs)[0]["limit"] == "generator"
+    rows = report.aggregate(recs, link_speed_gbit=10)
+    assert rows[0]["limit"] == "line rate"
+    assert "line rate \u2020" in report.to_markdown(rows, "x")
+    # a record's own link speed wins
+    recs[0]["provenance"]["dut"]["link_speed_gbit"] = 100
+    assert report.aggregate(recs, link_speed_gbit=10)[0]["limit"] == "generator"
+
+
+def test_provenance_of_other_systems():
+    lines = report.provenance_lines(fixture_records("paper_drop.jsonl"))
+    dpdk = [line for line in lines if "DPDK rxonly (scalar RX): DPDK 22.11.11" in line]
+    assert len(dpdk) == 1 and "max_simd_bitwidth 64" in dpdk[0] and "program ?" not in dpdk[0]
+    assert any("Linux (raw table drop): backend nftables, mode raw" in line for line in lines)
