@@ -61,8 +61,8 @@ options:
       - C(xlabel), C(ylabel) axis labels (give the units); C(logscale) list of axes (C([x]), C([y]), C([x, y]));
         C(xrange), C(yrange) C([min, max]) (null for automatic); C(xtics) list of tick positions; C(width),
         C(height) pixels (default 1400x900, at least 1200x800); C(font_size) (default 14, at least 12);
-        C(errorbars) (default true); C(key) where the legend goes, C(below) (default, ours in the left column and the paper's in the right
-        one), C(outside) (right of the plot) or C(inside).
+        C(errorbars) (default true); C(key) where the legend goes, C(below) (default, ours in the left column
+        and the paper's in the right one), C(outside) (right of the plot) or C(inside).
       - C(reference) the paper's numbers, drawn dashed; a mapping with C(file) (a CSV; relative to
         O(reference_dir)), C(x) (its x column), C(columns) (mapping of a legend label to a column name or to
         C({column, match}), where C(match) is a partial point (for example system xdp and touch no_touch),
