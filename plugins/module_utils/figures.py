@@ -472,7 +472,7 @@ def ours_testbed(records):
     duts = [(r.get("provenance") or {}).get("dut") or {} for r in records]
     cpus = _distinct([d.get("cpu_model") for d in duts])
     kernels = _distinct([d.get("kernel_release") for d in duts])
-    ports = _distinct(["%s %s" % (d.get("driver"), d.get("interface")) for d in duts if d.get("driver")])
+    ports = _distinct(["%s (%s)" % (d.get("interface"), d.get("driver")) for d in duts if d.get("driver")])
     gens = _distinct([((r.get("provenance") or {}).get("generator") or {}).get("backend") for r in records])
     parts = [" / ".join(cpus) or "CPU ?", "kernel " + (" / ".join(kernels) or "?")]
     if ports:
