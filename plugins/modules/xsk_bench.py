@@ -154,6 +154,8 @@ options:
 notes:
   - On veth the DUT side needs GRO on (or an XDP program on it, which this module attaches) for frames that a
     peer's XDP program redirects to be received; with O(xdp_mode=skb) GRO must be on.
+  - With O(xdp_mode=skb) on veth every frame reaches generic XDP as RX queue 0 (veth does not record the RX queue
+    in the skb), so only the socket of queue 0 receives; native mode keeps the veth RX queues apart.
   - O(per_cpu) is by the CPU of the socket's thread; where the XDP program and the copy into the socket run is
     the CPU that runs the queue's NAPI (on veth, the sender's CPU).
 seealso:

@@ -206,7 +206,11 @@ def sysfs(tmp_path):
         ({"interface": "nope0"}, "veth", "interface nope0 does not exist in this network namespace; interfaces here: dut0, lo"),
         ({"queues": [0, 2]}, "veth", r"queue 2 does not exist: dut0 \(driver veth\) has 2 RX queues \(0..1\)"),
         ({"queues": [0], "cpus": [3]}, "veth", r"CPU 3 not online \(online: 0,1\)"),
-        ({"copy_mode": "zerocopy"}, "veth", r"interface dut0 \(driver veth\) does not support AF_XDP zero-copy; use copy_mode: copy"),
+        (
+            {"copy_mode": "zerocopy"},
+            "veth",
+            r"interface dut0 \(driver veth\) does not support AF_XDP zero-copy; use copy_mode: copy",
+        ),
     ],
 )
 def test_check_target_refuses(sysfs, over, driver, message):
@@ -219,7 +223,7 @@ def test_check_target_accepts_and_asks_for_the_role(sysfs):
     p = params(queues=[0, 1], copy_mode="zerocopy")
     # a driver not known to lack zero-copy is left to the kernel (the program reports a refused bind)
     assert xsk.check_target(p, [0, 1], "mlx5_core", str(sysfs / "xdplab-xsk-bench"), sysfs=str(sysfs)) == 2
-    with pytest.raises(xsk.XskBenchError, match="run the role xdplab.testbed.bpf_programs"):
+    with pytest.raises(xsk.XskBenchError, match=r"run the role xdplab\.testbed\.bpf_programs"):
         xsk.check_target(p, [0, 1], "mlx5_core", str(sysfs / "missing"), sysfs=str(sysfs))
 
 
