@@ -13,17 +13,17 @@ author:
   - xdplab.testbed developers
 description:
   - Runs C(dpdk-testpmd) in interactive mode on a pseudo-terminal, starts forwarding, waits O(warmup) seconds,
-    reads C(show port xstats all) O(samples)+1 times every O(interval) seconds (timestamps from
-    C(time.monotonic()), so the window can be matched with the traffic generator's per-second records), then
-    sends C(stop) and C(quit).
+    reads C(show port xstats all) O(samples)+1 times every O(interval) seconds (timestamps on CLOCK_MONOTONIC,
+    Python's C(time.monotonic), so the window can be matched with the traffic generator's per-second records),
+    then sends C(stop) and C(quit).
   - Returns the RX and TX packet rates per port and per RX queue (per-queue xstats C(rx_qN_packets), or testpmd's
     per-stream forward statistics for drivers without them), per forwarding lcore, and the burst mode each port's
-    driver reports (C(show rxq info) / C(show txq info): C(Vector AVX2), C(Scalar), ...; the proof of which SIMD
-    path ran). Drivers that do not implement queue info (net_af_packet, net_af_xdp, net_null in DPDK 22.11) get
-    null and a note.
+    driver reports through C(show rxq info) and C(show txq info), for example C(Vector AVX2) or C(Scalar) (the
+    proof of which SIMD path ran). Drivers that do not implement queue info (net_af_packet, net_af_xdp, net_null
+    in DPDK 22.11) get null and a note.
   - testpmd is always stopped, also on failure (C(quit), then SIGTERM, then SIGKILL), EAL's runtime directory
-    C(/var/run/dpdk/<file_prefix>) is removed, and an XDP program net_af_xdp left on an interface after a kill is
-    detached. While it runs its pid is recorded in O(run_dir) so O(state=absent) (or a teardown) can stop a
+    C(/var/run/dpdk/<file_prefix>) is removed, and the XDP program net_af_xdp leaves on an interface when testpmd is
+    killed is detached. While it runs its pid is recorded in O(run_dir) so O(state=absent) (or a teardown) can stop a
     leftover run after a crash.
   - Bad input is refused before testpmd starts, with what to do, for an unknown forward mode, a PCI address not
     in C(/sys/bus/pci/devices), a virtual device interface that does not exist, more queues than the interface
@@ -297,6 +297,15 @@ notes:
   returned: always
   type: list
   elements: str
+exit_status:
+  description: testpmd's exit status (0 after a clean C(quit); negative is the signal that ended it).
+  returned: state=measured and not check mode
+  type: int
+  sample: 0
+failed_reason:
+  description: On failure, what the session saw (the module's message says what to do).
+  returned: on failure
+  type: str
 stopped:
   description: For state=absent, the pid of the leftover run that was (or in check mode would be) stopped.
   returned: state=absent
