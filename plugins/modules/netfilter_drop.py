@@ -112,7 +112,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 rules:
-  description: The module's rules as they are now, with their handles (iptables: rule numbers) and counters.
+  description: "The module's rules as they are now, with their handles (iptables: rule numbers) and counters."
   returned: always
   type: list
   elements: dict
