@@ -63,7 +63,7 @@ SPEC_KEYS = {
     "errorbars",
     "key",
 }
-REFERENCE_KEYS = {"file", "x", "columns", "label_suffix", "y_scale", "x_scale", "rows", "testbed"}
+REFERENCE_KEYS = {"file", "x", "columns", "label_suffix", "y_scale", "x_scale", "rows", "testbed", "source"}
 KEY_PLACES = ("below", "outside", "inside")
 
 
@@ -213,6 +213,7 @@ def _validate_reference(name, ref, spec):
         "columns": columns,
         "label_suffix": ref.get("label_suffix"),
         "testbed": ref.get("testbed"),
+        "source": str(ref.get("source") or "paper"),
         "x_scale": _float(ref, "x_scale", 1),
         "y_scale": _float(ref, "y_scale", spec.get("y_scale", 1)),
         "rows": {k: [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in (ref.get("rows") or {}).items()},
@@ -363,7 +364,7 @@ def reference_series(csv_text, ref, testbed_short=None):
                 points.append({"x": x * ref["x_scale"], "y": y * ref["y_scale"]})
         out.append(
             {
-                "label": "paper: %s%s" % (col["label"], suffix),
+                "label": "%s: %s%s" % (ref["source"], col["label"], suffix),
                 "column": col["column"],
                 "match": col["match"],
                 "points": sorted(points, key=lambda p: p["x"]),
@@ -538,6 +539,16 @@ def _key_rows(series, refs):
     return max(len(series), drawn) if drawn else (len(series) + 1) // 2
 
 
+def picture_width(spec, series, refs):
+    """The spec's width, or more when the two legend columns below the plot would not fit in it."""
+    if spec["key"] != "below":
+        return spec["width"]
+    longest = max([len(s["label"]) for s in series] + [len(r["label"]) for r in refs] + [1])
+    # gnuplot gives a key column about 0.88 em per character of its longest label, plus the sample line
+    column = spec["font_size"] * (0.88 * longest + 1.5)
+    return max(spec["width"], math.ceil(2 * column + 2 * spec["font_size"]))
+
+
 def picture_height(spec, series, refs, footnotes):
     """The spec's height, or more when the legend below and the footnotes would leave the plot under half of it."""
     rows = _key_rows(series, refs) if spec["key"] == "below" else 0
@@ -554,7 +565,7 @@ def script_text(spec, series, refs, footnotes):
         "# %s: %s" % (name, spec["title"]),
         "# written by xdplab.testbed.experiment_report; reproduce with: gnuplot %s.gp" % name,
         "set terminal pngcairo size %d,%d noenhanced font %s linewidth 1.5"
-        % (spec["width"], picture_height(spec, series, refs, footnotes), gp_string("DejaVu Sans,%d" % font)),
+        % (picture_width(spec, series, refs), picture_height(spec, series, refs, footnotes), gp_string("DejaVu Sans,%d" % font)),
         "set output %s" % gp_string(name + ".png"),
         "set encoding utf8",
         "set title %s font %s" % (gp_string(spec["title"]), gp_string(",%d" % (font + 4))),
@@ -627,7 +638,7 @@ def script_text(spec, series, refs, footnotes):
     key_top = foot_top
     if spec["key"] == "below":
         key_top = foot_top + (key_rows * 1.0 + 0.6) * line
-        lines.append("set key at screen 0.5, screen %.4f center top maxrows %d" % (key_top, key_rows))
+        lines.append("set key at screen 0.012, screen %.4f left top maxrows %d" % (key_top, key_rows))
     lines.append("set bmargin at screen %.4f" % (key_top + 3.4 * line))
     lines.append("set tmargin at screen %.4f" % (1 - 3.0 * line))
     plots = []
@@ -746,9 +757,9 @@ def build(records, spec, reference_text=None, testbed=(None, None), link_speed_g
         return None
     footnotes = ["ours: " + ours_testbed([r for s in series for r in s["records"]])]
     if refs:
-        footnotes.append(
-            "paper (dashed): " + (spec["reference"].get("testbed") or testbed[1] or testbed[0] or "the paper's testbed")
-        )
+        ref = spec["reference"]
+        where = ref.get("testbed") or testbed[1] or testbed[0] or "the paper's testbed"
+        footnotes.append("%s (dashed): %s" % (ref["source"], where))
     return Figure(spec, series, refs, footnotes, link_speed_gbit)
 
 

@@ -67,8 +67,10 @@ options:
         O(reference_dir)), C(x) (its x column), C(columns) (mapping of a legend label to a column name or to
         C({column, match}), where C(match) is a partial point (for example system xdp and touch no_touch),
         naming the series whose colour the paper's line takes), C(y_scale) (default the figure's),
-        C(x_scale), C(rows) (mapping of a CSV column to value(s), only those rows) and C(label_suffix) (text after
-        the label; default the paper's testbed in parentheses).
+        C(x_scale), C(rows) (mapping of a CSV column to value(s), only those rows), C(source) (who measured it,
+        the legend's prefix, default C(paper)), C(testbed) (its testbed, default O(reference_label) or the
+        README's) and C(label_suffix) (text after the label; default the testbed in parentheses).
+      - A legend below the plot whose labels need more room widens the picture (the height stays).
     type: list
     elements: dict
     default: []

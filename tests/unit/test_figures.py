@@ -306,3 +306,32 @@ def test_figure_without_matching_trials_is_skipped_with_a_warning(tmp_path, caps
     assert res["skipped_figures"] == ["paper_drop_mpps"] and res["figures"] == []
     assert [w for w in warned if w.startswith("figure paper_drop_mpps: no trial record")]
     assert "Not drawn (no trial matched): paper_drop_mpps" in (tmp_path / "report.md").read_text()
+
+
+@needs_gnuplot
+def test_other_sources_and_long_labels_widen_the_picture(tmp_path, capsys):
+    spec = {
+        "name": "dpdk_simd",
+        "x": "point.cores",
+        "y": "result.pps",
+        "y_scale": 1e-6,
+        "filter": {"system": ["dpdk_vector", "dpdk_scalar"]},
+        "ylabel": "Mpps",
+        "reference": {
+            "file": "dpdk_simd_vs_cores.csv",
+            "x": "rxqs_cores",
+            "source": "seeds/000",
+            "testbed": "DPDK 18.05 mlx5 PMD, ConnectX-5 Ex, Xeon E5-1650 v4",
+            "columns": {"DPDK no-SSE RX": {"column": "dpdk_no_sse_pps", "match": {"system": "dpdk_scalar"}}},
+        },
+    }
+    res = run_module(module_args(tmp_path, "paper_drop.jsonl", spec), capsys)
+    label = "seeds/000: DPDK no-SSE RX (DPDK 18.05 mlx5 PMD, ConnectX-5 Ex, Xeon E5-1650 v4)"
+    assert res["figure_details"][0]["reference"][0]["label"] == label
+    assert res["figure_details"][0]["reference"][0]["matches"] == "dpdk_scalar"
+    script = (tmp_path / "dpdk_simd.gp").read_text()
+    assert "seeds/000 (dashed): DPDK 18.05 mlx5 PMD" in script
+    # two legend columns of such labels do not fit in 1400 pixels: the picture is wider, as tall as asked
+    width, height = png_size(res["figures"][0])
+    assert width > 1400 and height == 900
+    assert "size %d,%d" % (width, height) in script

@@ -22,7 +22,7 @@ set mxtics 1
 set xrange [0.5:6.5]
 set label 1 "ours: AMD EPYC, kernel 6.18.44-fc-v657, veth-dut0 (veth), generator xdp_live" at screen 0.012, screen 0.0532 left font ",14" tc rgb '#333333'
 set label 2 "paper (dashed): Xeon E5-1650 v4, ConnectX-5 Ex 100G, kernel bpf-next 4.17-rc7, DPDK 18.05" at screen 0.012, screen 0.0177 left font ",14" tc rgb '#333333'
-set key at screen 0.5, screen 0.2187 center top maxrows 4
+set key at screen 0.012, screen 0.2187 left top maxrows 4
 set bmargin at screen 0.3192
 set tmargin at screen 0.9113
 plot "paper_drop_mpps.dat" index 0 using 1:2:3:4 with yerrorlines lc rgb '#1f5fbf' lw 2.5 dt 1 pt 5 title "xdp, no_touch", \
