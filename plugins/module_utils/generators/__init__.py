@@ -18,10 +18,12 @@ the xdp_live backend runs on the virtual lab, T-Rex joins on hardware.
 from __future__ import annotations
 
 from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import GeneratorError
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators.trex import TrexGenerator
 from ansible_collections.xdplab.testbed.plugins.module_utils.generators.xdp_live import XdpLiveGenerator
 
 BACKENDS = {
     XdpLiveGenerator.name: XdpLiveGenerator,
+    TrexGenerator.name: TrexGenerator,
 }
 
 __all__ = ["BACKENDS", "GeneratorError", "backend_for", "backend_names"]

@@ -1,0 +1,335 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""T-Rex (stateless) helpers shared by the runner, the module trex_traffic and the generator backend.
+
+Pure Python, no Ansible and no T-Rex import: the role xdplab.testbed.trex installs this file next to
+the runner script (xdplab-trex-run), which imports it to turn the stateless client's statistics into
+JSON lines, and the controller side (module, backend) uses the same functions to build the runner's
+command line and read its output.
+
+Shapes read here are those of the T-Rex stateless Python client (trex.stl.api.STLClient):
+
+- ``get_stats()``: ``{<port id>: {opackets, ipackets, obytes, ibytes, oerrors, ierrors, tx_pps, rx_pps,
+  tx_bps, rx_bps, tx_bps_L1, rx_bps_L1, tx_util, rx_util}, 'total': {same keys}, 'global': {tx_pps,
+  rx_pps, rx_drop_bps, queue_full, cpu_util, ...}, 'flow_stats': ..., 'latency': ...}``
+  (trex/common/stats/trex_port_stats.py PortStats.to_dict, trex_global_stats.py GlobalStats.to_dict).
+- ``get_pgid_stats([pg_id])``: ``{'latency': {pg_id: {'latency': {average, jitter, total_max, total_min,
+  last_max, histogram: {bucket_start_usec: count}}, 'err_cntrs': {dropped, out_of_order, dup,
+  seq_too_high, seq_too_low}}, 'global': {old_flow, bad_hdr}}, 'flow_stats': {pg_id: {tx_pkts: {port:
+  n, 'total': n}, rx_pkts: ..., tx_pps, rx_pps, ...}}}`` (trex/stl/trex_stl_stats.py CPgIdStats).
+
+After a JSON round trip the integer keys (port ids, pg ids, histogram buckets) become strings; every
+reader here accepts both.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import socket
+
+PCI_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+MULT_RE = re.compile(r"^(?P<value>[0-9]+(?:\.[0-9]+)?)(?P<unit>%|pps|kpps|mpps|bps|kbps|mbps|gbps|bpsl1|kbpsl1|mbpsl1|gbpsl1)?$")
+MULT_SCALE = {"": 1.0, "%": 1.0, "pps": 1.0, "kpps": 1e3, "mpps": 1e6, "bps": 1.0, "kbps": 1e3, "mbps": 1e6,
+              "gbps": 1e9, "bpsl1": 1.0, "kbpsl1": 1e3, "mbpsl1": 1e6, "gbpsl1": 1e9}  # fmt: skip
+PORT_KEYS = ("opackets", "ipackets", "obytes", "ibytes", "oerrors", "ierrors",
+             "tx_pps", "rx_pps", "tx_bps", "rx_bps", "tx_bps_L1", "rx_bps_L1", "tx_util", "rx_util")  # fmt: skip
+COUNTER_KEYS = ("opackets", "ipackets", "obytes", "ibytes", "oerrors", "ierrors")
+DEFAULT_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+DEFAULT_BELOW_US = (10, 100)
+# what the runner's summary adds beyond the common generator summary (kept under summary.trex)
+TREX_EXTRA = ("received", "rx_pps", "ports", "total", "drops", "global", "mult", "latency", "stopped_by", "warmup_s",
+              "tx_ports", "rx_ports", "profile", "tunables", "warnings")  # fmt: skip
+INTERACTIVE_SUBDIR = "automation/trex_control_plane/interactive"
+# files that say "the stateless Python client is here": v2.4x layout and v2.5x+ (trex.stl.api) layout
+CLIENT_MARKERS = ("trex/stl/api.py", "trex_stl_lib/api.py")
+
+
+class TrexError(Exception):
+    """Bad input or an unusable T-Rex installation; the message says what to do."""
+
+
+# -- input --------------------------------------------------------------------------------------------
+def valid_pci(address):
+    """True for a PCI address in the domain:bus:device.function form T-Rex and sysfs use (0000:03:00.0)."""
+    return isinstance(address, str) and bool(PCI_RE.match(address))
+
+
+def parse_mult(mult):
+    """Split a T-Rex multiplier string ("10mpps", "100%", "2", "40gbps") into (value, unit).
+
+    The unit is "" for a plain factor of the profile's own rate. Raises TrexError for anything the
+    T-Rex console and STLClient.start(mult=...) would refuse.
+    """
+    text = str(mult).strip().lower()
+    match = MULT_RE.match(text)
+    if not match:
+        raise TrexError(
+            "mult=%r is not a T-Rex multiplier: use a factor (2), a percentage of line rate (100%%), "
+            "packets per second (10mpps, 500kpps, 1000pps) or bits per second (40gbps)" % (mult,)
+        )
+    value = float(match.group("value"))
+    unit = match.group("unit") or ""
+    if value <= 0:
+        raise TrexError("mult=%r must be greater than zero" % (mult,))
+    if unit == "%" and value > 100:
+        raise TrexError("mult=%r: a percentage of line rate cannot exceed 100%%" % (mult,))
+    return value, unit
+
+
+def mult_pps(mult):
+    """Packets per second a multiplier asks for, or None when it is not a pps rate."""
+    value, unit = parse_mult(mult)
+    return value * MULT_SCALE[unit] if unit.endswith("pps") else None
+
+
+def mult_for(rate_pps, default_mult):
+    """The multiplier for a run: rate_pps > 0 wins (as "<n>pps"), else default_mult (validated)."""
+    if rate_pps and rate_pps > 0:
+        return "%dpps" % round(rate_pps)
+    parse_mult(default_mult)
+    return str(default_mult)
+
+
+def client_path(trex_dir):
+    """Directory to put on sys.path to import the stateless client of a T-Rex install."""
+    return "%s/%s" % (trex_dir.rstrip("/"), INTERACTIVE_SUBDIR)
+
+
+def check_install(trex_dir, exists):
+    """Raise TrexError unless trex_dir holds t-rex-64 and the stateless client; `exists` is os.path.exists."""
+    missing = [p for p in ("%s/t-rex-64" % trex_dir,) if not exists(p)]
+    if not any(exists("%s/%s" % (client_path(trex_dir), m)) for m in CLIENT_MARKERS):
+        missing.append("%s/{%s}" % (client_path(trex_dir), ",".join(CLIENT_MARKERS)))
+    if missing:
+        raise TrexError(
+            "T-Rex is not installed at %s (missing %s): run the role xdplab.testbed.trex on this host, "
+            "or point trex_dir at the installed version" % (trex_dir, ", ".join(missing))
+        )
+
+
+def check_server(server, port, timeout=3.0):
+    """Raise TrexError unless something accepts TCP connections on the T-Rex RPC port."""
+    try:
+        with socket.create_connection((server, int(port)), timeout=timeout):
+            return
+    except OSError as exc:
+        raise TrexError(
+            "the T-Rex server at %s:%s is not reachable (%s): start it with the role xdplab.testbed.trex "
+            "(systemd unit trex, `systemctl start trex`) or check trex_server/sync_port" % (server, port, exc)
+        ) from None
+
+
+def tunables_args(tunables):
+    """The profile tunables as T-Rex >= 2.84 passes them to get_streams(): ["--key", "value", ...]."""
+    args = []
+    for key in sorted(tunables):
+        value = tunables[key]
+        if value is None or value == "":
+            continue
+        args += ["--%s" % key, str(value)]
+    return args
+
+
+# -- statistics ---------------------------------------------------------------------------------------
+def _key(mapping, key):
+    """mapping[key] whether the key is an int or (after JSON) its string form; None if absent."""
+    if key in mapping:
+        return mapping[key]
+    return mapping.get(str(key))
+
+
+def _num(value):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):  # StatNotAvailable ("N/A") and friends
+        return 0.0
+    return 0.0 if math.isnan(number) else number
+
+
+def port_row(port_stats):
+    """One port's (or the total's) counters and rates from get_stats(), as plain numbers."""
+    row = {}
+    for key in PORT_KEYS:
+        value = _num((port_stats or {}).get(key))
+        row[key] = int(value) if key in COUNTER_KEYS else value
+    return row
+
+
+def port_rows(stats, ports):
+    return {int(p): port_row(_key(stats, p)) for p in ports}
+
+
+def _sum(rows, key):
+    return sum(r[key] for r in rows.values())
+
+
+def interval_record(previous, current, tx_ports, rx_ports, mono, t, dt):
+    """One per-second JSON record like xdplab-trafficgen's, from two get_stats() samples."""
+    prev_tx = port_rows(previous or {}, tx_ports)
+    cur_tx = port_rows(current, tx_ports)
+    prev_rx = port_rows(previous or {}, rx_ports)
+    cur_rx = port_rows(current, rx_ports)
+    sent = max(0, _sum(cur_tx, "opackets") - _sum(prev_tx, "opackets"))
+    received = max(0, _sum(cur_rx, "ipackets") - _sum(prev_rx, "ipackets"))
+    ports = {}
+    for p in sorted(set(tx_ports) | set(rx_ports)):
+        row = port_row(_key(current, p))
+        ports[str(p)] = {"tx_pps": row["tx_pps"], "rx_pps": row["rx_pps"], "opackets": row["opackets"],
+                         "ipackets": row["ipackets"], "oerrors": row["oerrors"], "ierrors": row["ierrors"]}  # fmt: skip
+    return {
+        "type": "interval",
+        "t": round(t, 3),
+        "mono": round(mono, 6),
+        "interval_s": round(dt, 3),
+        "sent": sent,
+        "pps": round(sent / dt) if dt > 0 else 0,
+        "received": received,
+        "rx_pps": round(received / dt) if dt > 0 else 0,
+        "ports": ports,
+    }
+
+
+def bucket_range(start):
+    """[low, high) microseconds of a T-Rex latency histogram bucket (start 0 is 0..10, 20 is 20..30,
+    300 is 300..400, 1000 is 1000..2000), as in the client's stl_flow_latency_stats.py example."""
+    start = int(start)
+    if start == 0:
+        return 0, 10
+    return start, start + 10 ** (len(str(start)) - 1)
+
+
+def histogram_percentiles(histogram, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US):
+    """Percentiles (µs) and shares below thresholds from a T-Rex latency histogram.
+
+    The histogram counts packets per bucket, so a percentile is known only to its bucket: each is
+    reported as the bucket's upper edge (a bound: "p99 <= 20 µs"). A share below a threshold counts the
+    buckets that end at or below it (exact when the threshold is a bucket edge, e.g. 10 or 100 µs).
+    """
+    buckets = sorted((bucket_range(k), int(v)) for k, v in (histogram or {}).items() if int(v) > 0)
+    total = sum(count for _, count in buckets)
+    result = {"samples": total, "percentiles_us": {}, "share_below_us": {}}
+    if not total:
+        return result
+    for p in percentiles:
+        if not 0 < float(p) <= 100:
+            raise TrexError("percentile %r is outside 0..100" % (p,))
+        need = math.ceil(total * float(p) / 100.0)
+        seen = 0
+        for (_, high), count in buckets:
+            seen += count
+            if seen >= need:
+                result["percentiles_us"]["p%s" % _pct_name(p)] = high
+                break
+    for limit in below_us:
+        below = sum(count for (_, high), count in buckets if high <= limit)
+        result["share_below_us"][str(limit)] = round(100.0 * below / total, 3)
+    return result
+
+
+def _pct_name(p):
+    p = float(p)
+    return ("%d" % p) if p == int(p) else ("%g" % p).replace(".", "_")
+
+
+def latency_summary(pgid_stats, pg_id, tx_port, rx_port, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US):
+    """Latency of one flow-stats group from get_pgid_stats(): min/avg/max/jitter (µs), errors, percentiles."""
+    lat_all = (pgid_stats or {}).get("latency") or {}
+    group = _key(lat_all, pg_id)
+    if not group:
+        raise TrexError(
+            "no latency statistics for pg_id %s (have %s): the profile must add a stream with "
+            "flow_stats=STLFlowLatencyStats(pg_id=%s)" % (pg_id, sorted(str(k) for k in lat_all), pg_id)
+        )
+    lat = group.get("latency") or {}
+    errors = {k: int(_num(v)) for k, v in (group.get("err_cntrs") or {}).items()}
+    flow = _key((pgid_stats.get("flow_stats") or {}), pg_id) or {}
+    tx = int(_num(_key(flow.get("tx_pkts") or {}, tx_port)))
+    rx = int(_num(_key(flow.get("rx_pkts") or {}, rx_port)))
+    out = {
+        "pg_id": int(pg_id),
+        "tx_pkts": tx,
+        "rx_pkts": rx,
+        "min_us": _num(lat.get("total_min")),
+        "average_us": _num(lat.get("average")),
+        "max_us": _num(lat.get("total_max")),
+        "jitter_us": _num(lat.get("jitter")),
+        "errors": errors,
+        "histogram": {str(k): int(v) for k, v in sorted((lat.get("histogram") or {}).items(), key=lambda kv: int(kv[0]))},
+    }
+    out.update(histogram_percentiles(lat.get("histogram"), percentiles, below_us))
+    return out
+
+
+def run_summary(stats, tx_ports, rx_ports, elapsed_s, info, latency=None, stopped_by="duration"):
+    """The runner's final record: totals of the measured period (stats cleared at its start)."""
+    tx = port_rows(stats, tx_ports)
+    rx = port_rows(stats, rx_ports)
+    sent = _sum(tx, "opackets")
+    received = _sum(rx, "ipackets")
+    all_ports = sorted(set(tx_ports) | set(rx_ports))
+    glob = (stats or {}).get("global") or {}
+    summary = {
+        "type": "summary",
+        "sent": sent,
+        "received": received,
+        "elapsed_s": round(elapsed_s, 3),
+        "pps": round(sent / elapsed_s) if elapsed_s > 0 else 0,
+        "rx_pps": round(received / elapsed_s) if elapsed_s > 0 else 0,
+        "ports": {str(p): port_row(_key(stats, p)) for p in all_ports},
+        "total": port_row((stats or {}).get("total")),
+        "drops": {
+            # frames sent on the TX ports that did not come back on the RX ports (forwarding setups only)
+            "not_received": max(0, sent - received) if rx_ports else None,
+            "oerrors": sum(r["oerrors"] for r in tx.values()),
+            "ierrors": sum(r["ierrors"] for r in rx.values()),
+            # T-Rex could not queue frames fast enough (generator-side limit, not the DUT's)
+            "queue_full": int(_num(glob.get("queue_full"))),
+        },
+        "global": {k: _num(glob.get(k)) for k in ("cpu_util", "rx_cpu_util", "bw_per_core", "tx_pps", "rx_pps", "rx_drop_bps")},
+        "stopped_by": stopped_by,
+    }
+    summary.update(info)
+    if latency is not None:
+        summary["latency"] = latency
+    return summary
+
+
+def read_records(text):
+    """The runner's JSON records from its stdout (other lines ignored)."""
+    import json
+
+    records = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
+def generator_summary(final, intervals, command, params):
+    """The common generator summary (see generators/__init__.py) from the runner's final record."""
+    ports = final.get("ports") or {}
+    tx_ports = [int(x) for x in final.get("tx_ports", [])]
+    return {
+        "backend": "trex",
+        "sent": int(final.get("sent", 0)),
+        "elapsed_s": float(final.get("elapsed_s", 0.0)),
+        "offered_pps": float(final.get("pps", 0)),
+        "rate_pps": float(params.get("rate_pps") or 0),
+        "packet_len": int(final.get("pkt_len", params.get("packet_len", 0))),
+        "stream_count": int(final.get("flows", params.get("stream_count", 0))),
+        "queues": int(params.get("queues") or 1),
+        # T-Rex's own worker threads are not ours to list; the ports sent on stand in for them
+        "threads": [{"port": int(p), "sent": row.get("opackets", 0)} for p, row in sorted(ports.items()) if int(p) in tx_ports],
+        "intervals": intervals,
+        # T-Rex counts what its ports put on the wire (opackets) and what they could not (oerrors)
+        "egress": {"delivered": int(final.get("sent", 0)), "refused": int((final.get("drops") or {}).get("oerrors", 0))},
+        "version": final.get("version", ""),
+        "command": command,
+        "trex": {k: final[k] for k in TREX_EXTRA if k in final},
+    }

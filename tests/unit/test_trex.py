@@ -1,0 +1,259 @@
+"""T-Rex helpers: multipliers, PCI addresses, the client's statistics shapes (fixtures) and the backend's input.
+
+The statistics fixtures are the T-Rex stateless client's message shapes (tests/unit/fixtures/trex/README.md
+says where each value comes from); no T-Rex server runs here.
+"""
+
+import json
+import os
+import socket
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import trex
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators import BACKENDS, GeneratorError, backend_names
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators.trex import OPTIONS, TrexGenerator, options, port_for
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "trex")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return json.load(f)
+
+
+def int_keys(obj):
+    """The fixture as the live client returns it: integer port, pg id and bucket keys."""
+    if isinstance(obj, dict):
+        return {(int(k) if isinstance(k, str) and k.isdigit() else k): int_keys(v) for k, v in obj.items()}
+    return obj
+
+
+# -- multipliers and addresses ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "mult, expected",
+    [("10mpps", (10.0, "mpps")), ("100%", (100.0, "%")), ("2", (2.0, "")), ("1.5", (1.5, "")),
+     ("500kpps", (500.0, "kpps")), ("40gbps", (40.0, "gbps")), ("10MPPS", (10.0, "mpps"))],
+)  # fmt: skip
+def test_t_rex_multipliers_parse(mult, expected):
+    assert trex.parse_mult(mult) == expected
+
+
+@pytest.mark.parametrize("mult", ["", "fast", "10 mpps", "-1", "0", "0mpps", "101%", "10mbit", "1e6pps"])
+def test_bad_multipliers_are_refused_with_the_accepted_forms(mult):
+    with pytest.raises(trex.TrexError, match=r"mult=|greater than zero|cannot exceed"):
+        trex.parse_mult(mult)
+
+
+def test_rate_pps_becomes_a_pps_multiplier_and_wins_over_the_default():
+    assert trex.mult_for(2_500_000.4, "100%") == "2500000pps"
+    assert trex.mult_for(0, "100%") == "100%"
+    assert trex.mult_pps("10mpps") == 10e6
+    assert trex.mult_pps("100%") is None
+    with pytest.raises(trex.TrexError):
+        trex.mult_for(0, "lots")
+
+
+@pytest.mark.parametrize("pci, ok", [("0000:03:00.0", True), ("0000:af:00.7", True), ("03:00.0", False),
+                                     ("0000:03:00.8", False), ("0000:03:00", False), (None, False), ("mlx5p1", False)])  # fmt: skip
+def test_pci_addresses(pci, ok):
+    assert trex.valid_pci(pci) is ok
+
+
+def test_tunables_are_passed_argv_style_like_t_rex_2_84_and_later():
+    args = trex.tunables_args({"stream_count": 6, "packet_len": 64, "dst_mac": "", "src_mac": None})
+    assert args == ["--packet_len", "64", "--stream_count", "6"]
+
+
+# -- statistics (fixtures of the client's shapes) -----------------------------------------------------
+def test_port_row_reads_the_clients_port_dict():
+    stats = fixture("get_stats_port0.json")
+    row = trex.port_row(stats["0"])
+    assert row["opackets"] == 10001 and row["obytes"] == 1040104 and row["ipackets"] == 0
+    assert row["tx_pps"] == pytest.approx(995.4486083984375)
+    assert row["tx_bps_L1"] == pytest.approx(987485.0273437499)
+    # the same with the live client's integer keys
+    assert trex.port_rows(int_keys(stats), [0]) == {0: row}
+
+
+def test_unavailable_values_count_as_zero():
+    row = trex.port_row({"opackets": "N/A", "tx_pps": None, "rx_pps": float("nan")})
+    assert row["opackets"] == 0 and row["tx_pps"] == 0.0 and row["rx_pps"] == 0.0
+
+
+def test_interval_record_is_shaped_like_xdplab_trafficgen():
+    before = int_keys(fixture("get_stats_port0.json"))
+    after = json.loads(json.dumps(before))
+    after["0"]["opackets"] += 995
+    rec = trex.interval_record(before, int_keys(after), [0], [], mono=1234.5, t=1.0, dt=1.0)
+    assert rec["type"] == "interval" and rec["sent"] == 995 and rec["pps"] == 995
+    assert rec["mono"] == 1234.5 and rec["received"] == 0
+    assert rec["ports"]["0"]["tx_pps"] == pytest.approx(995.4486083984375)
+
+
+def test_summary_totals_and_drops():
+    stats = int_keys(fixture("get_stats_port0.json"))
+    out = trex.run_summary(stats, [0], [], 10.0, {"pkt_len": 64, "flows": 1, "version": "T-Rex v3.04"})
+    assert out["type"] == "summary" and out["sent"] == 10001 and out["pps"] == 1000
+    assert out["drops"] == {"not_received": None, "oerrors": 0, "ierrors": 0, "queue_full": 0}
+    assert out["global"]["cpu_util"] == pytest.approx(0.009603138081729412)
+    assert out["version"] == "T-Rex v3.04"
+    # a forwarding setup: port 0 sends, port 1 receives 9000 of the 10001
+    fwd = json.loads(json.dumps(fixture("get_stats_port0.json")))
+    fwd["1"] = dict(fwd["0"], opackets=0, ipackets=9000, obytes=0)
+    out = trex.run_summary(fwd, [0], [1], 10.0, {})
+    assert out["received"] == 9000 and out["drops"]["not_received"] == 1001 and out["rx_pps"] == 900
+
+
+def test_histogram_buckets_as_the_t_rex_example_reads_them():
+    assert trex.bucket_range(0) == (0, 10)
+    assert trex.bucket_range(20) == (20, 30)
+    assert trex.bucket_range(300) == (300, 400)
+    assert trex.bucket_range("1000") == (1000, 2000)
+
+
+def test_latency_percentiles_from_the_clients_histogram():
+    pgid = fixture("get_pgid_stats_latency.json")
+    lat = trex.latency_summary(pgid, 10, tx_port=0, rx_port=1)
+    assert lat["samples"] == 114 and lat["tx_pkts"] == 114 and lat["rx_pkts"] == 114
+    assert (lat["min_us"], lat["average_us"], lat["max_us"], lat["jitter_us"]) == (47, 370.0, 567, 191)
+    # cumulative 2, 3, 5, 26, 41, 56, 103, 114 over buckets 40, 80, 90, 100, 200, 300, 400, 500
+    assert lat["percentiles_us"] == {"p50": 500, "p90": 500, "p99": 600, "p99_9": 600}
+    assert lat["share_below_us"] == {"10": 0.0, "100": round(100 * 5 / 114, 3)}
+    assert lat["errors"]["dropped"] == 0 and set(lat["errors"]) == {"dropped", "out_of_order", "dup", "seq_too_high", "seq_too_low"}
+    # the bound is consistent with the reported maximum
+    assert lat["max_us"] <= lat["percentiles_us"]["p99_9"]
+    # the live client's integer keys give the same result
+    assert trex.latency_summary(int_keys(pgid), 10, 0, 1) == lat
+
+
+def test_missing_latency_group_says_what_the_profile_needs():
+    with pytest.raises(trex.TrexError, match=r"pg_id 3 .*STLFlowLatencyStats\(pg_id=3\)"):
+        trex.latency_summary(fixture("get_pgid_stats_latency.json"), 3, 0, 1)
+
+
+def test_percentile_bounds():
+    assert trex.histogram_percentiles({})["samples"] == 0
+    out = trex.histogram_percentiles({0: 99, 10: 1}, percentiles=[99, 100], below_us=[10])
+    assert out["percentiles_us"] == {"p99": 10, "p100": 20} and out["share_below_us"] == {"10": 99.0}
+    with pytest.raises(trex.TrexError, match="outside 0..100"):
+        trex.histogram_percentiles({0: 1}, percentiles=[101])
+
+
+def test_generator_summary_has_the_common_shape():
+    stats = int_keys(fixture("get_stats_port0.json"))
+    final = trex.run_summary(stats, [0], [], 10.0, {"pkt_len": 64, "flows": 6, "version": "T-Rex v3.04", "tx_ports": [0],
+                                                   "mult": "100%"})  # fmt: skip
+    out = trex.generator_summary(final, [{"type": "interval"}], ["xdplab-trex-run"], {"queues": 6, "rate_pps": 0})
+    assert set(out) >= {"backend", "sent", "elapsed_s", "offered_pps", "packet_len", "stream_count", "queues", "threads",
+                        "intervals", "egress", "version", "command"}  # fmt: skip
+    assert out["backend"] == "trex" and out["sent"] == 10001 and out["stream_count"] == 6 and out["queues"] == 6
+    assert out["egress"] == {"delivered": 10001, "refused": 0}
+    assert out["threads"] == [{"port": 0, "sent": 10001}]
+    assert out["trex"]["mult"] == "100%"
+
+
+# -- installation and server checks (real files and sockets) --------------------------------------------
+def test_install_check_names_the_role(tmp_path):
+    with pytest.raises(trex.TrexError, match=r"not installed at .*run the role xdplab.testbed.trex"):
+        trex.check_install(str(tmp_path), os.path.exists)
+    (tmp_path / "t-rex-64").write_text("")
+    api = tmp_path / trex.INTERACTIVE_SUBDIR / "trex" / "stl" / "api.py"
+    api.parent.mkdir(parents=True)
+    api.write_text("")
+    trex.check_install(str(tmp_path), os.path.exists)
+
+
+def test_server_check_against_real_sockets():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        trex.check_server("127.0.0.1", listener.getsockname()[1])
+        closed = socket.socket()
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        closed.close()
+    with pytest.raises(trex.TrexError, match=r"127.0.0.1:%d is not reachable .*systemctl start trex" % port):
+        trex.check_server("127.0.0.1", port, timeout=1)
+
+
+# -- the backend's input --------------------------------------------------------------------------------
+def params(**over):
+    p = {"run_dir": "/nonexistent", "name": "t", "interface": "0000:03:00.0", "src_mac": "ec:0d:9a:00:00:11",
+         "dst_mac": "ec:0d:9a:00:00:01", "src_ip": "198.18.0.1", "dst_ip": "198.18.0.2", "packet_len": 64,
+         "stream_count": 6, "port_base": 12, "queues": 6, "cpus": [2, 3], "duration": 30, "rate_pps": 0.0,
+         "batch": 64, "binary": "/usr/local/lib/xdplab/bin/xdplab-trafficgen",
+         "backend_options": {"ports": ["0000:03:00.0", "0000:03:00.1"]}}  # fmt: skip
+    p.update(over)
+    return p
+
+
+def test_trex_is_a_registered_backend():
+    assert "trex" in backend_names() and BACKENDS["trex"] is TrexGenerator
+
+
+def test_unknown_backend_options_are_refused_with_the_known_ones():
+    with pytest.raises(GeneratorError, match=r"does not know backend_options colour; it takes: .*mult.*trex_dir"):
+        options({"colour": "red"})
+    with pytest.raises(GeneratorError, match=r"backend_options.sync_port='x' is not a int"):
+        options({"sync_port": "x"})
+    assert options({})["trex_dir"] == OPTIONS["trex_dir"][1]
+
+
+def test_interface_maps_to_a_t_rex_port():
+    o = options({"ports": ["0000:03:00.0", "0000:03:00.1"]})
+    assert port_for("0000:03:00.1", o) == 1
+    assert port_for("1", o) == 1
+    assert port_for("0000:03:00.1", dict(o, port=0)) == 0
+    with pytest.raises(GeneratorError, match=r"0000:04:00.0 is a PCI address but not one of backend_options.ports"):
+        port_for("0000:04:00.0", o)
+    with pytest.raises(GeneratorError, match=r"names no T-Rex port"):
+        port_for("mlx5p1", o)
+
+
+def test_validate_says_to_run_the_role_when_t_rex_is_missing(tmp_path):
+    runner = os.path.join(ROOT, "roles", "trex", "files", "xdplab-trex-run")
+    lib = os.path.join(ROOT, "roles", "trex", "files")
+    gen = TrexGenerator(params(backend_options={"ports": ["0000:03:00.0"], "runner": runner, "lib_dir": lib,
+                                                "trex_dir": str(tmp_path / "v3.04")}), None)  # fmt: skip
+    with pytest.raises(GeneratorError, match=r"T-Rex is not installed at .*v3.04 .*run the role xdplab.testbed.trex"):
+        gen.validate()
+    gen = TrexGenerator(params(), None)
+    with pytest.raises(GeneratorError, match=r"xdplab-trex-run .*is not installed: run the role xdplab.testbed.trex"):
+        gen.validate()
+
+
+def test_validate_refuses_bad_input_before_looking_at_the_host():
+    for over, msg in [({"packet_len": 63}, "packet_len=63 is outside 64..1518"),
+                      ({"dst_mac": "ec:0d:9a:00:00"}, "dst_mac='ec:0d:9a:00:00' is not a MAC"),
+                      ({"src_ip": "198.18.0.300"}, "src_ip='198.18.0.300' is not an IPv4"),
+                      ({"backend_options": {"ports": ["03:00.0"]}}, "backend_options.ports: '03:00.0' is not a PCI"),
+                      ({"backend_options": {"mult": "fast"}, "interface": "0"}, "mult='fast' is not a T-Rex multiplier"),
+                      ({"backend_options": {"latency": True}, "interface": "0"}, "latency needs the load in packets per second")]:  # fmt: skip
+        with pytest.raises(GeneratorError, match=msg):
+            TrexGenerator(params(**over), None).validate()
+
+
+def test_command_for_the_papers_drop_test():
+    gen = TrexGenerator(params(backend_options={"ports": ["0000:03:00.0", "0000:03:00.1"], "warmup_s": 2}), None)
+    gen.port, gen.mult = port_for("0000:03:00.0", gen.opts), gen.multiplier()
+    cmd = gen.command()
+    assert cmd[:3] == ["/usr/bin/python3", "/usr/local/lib/xdplab/bin/xdplab-trex-run", "run"]
+    joined = " ".join(cmd)
+    assert "--port 0 " in joined and "--mult 100% " in joined and "--duration 30 " in joined and "--warmup 2 " in joined
+    assert "--profile /usr/local/lib/xdplab/trex/profiles/udp_for_benchmarks.py" in joined
+    for t in ("packet_len=64", "stream_count=6", "port_base=12", "dst_mac=ec:0d:9a:00:00:01", "dst_ip=198.18.0.2"):
+        assert "--tunable " + t in joined
+    # an offered load from the CPU-usage experiment
+    gen = TrexGenerator(params(rate_pps=1e6), None)
+    assert gen.multiplier() == "1000000pps"
+
+
+def test_latency_runs_the_latency_profile_at_absolute_rates():
+    gen = TrexGenerator(params(rate_pps=1e6, backend_options={"ports": ["0000:03:00.0"], "latency": True, "pg_id": 5,
+                                                              "rx_ports": [1]}), None)  # fmt: skip
+    gen.port, gen.mult = 0, gen.multiplier()
+    joined = " ".join(gen.command())
+    assert gen.mult == "1" and "udp_latency.py" in joined and "--latency-pgid 5" in joined and "--rx-port 1" in joined
+    assert "--tunable load_pps=1000000.0" in joined and "--tunable latency_pps=1000.0" in joined
+    assert "--percentile 99.9" in joined
