@@ -78,7 +78,11 @@ options:
     type: int
     default: 1
   iptables_binary:
-    description: The iptables command for O(backend=iptables), for example C(iptables-legacy) or C(iptables-nft).
+    description:
+      - The iptables command for O(backend=iptables), for example C(iptables-legacy) or C(iptables-nft).
+      - With O(backend=nftables) it is only used to look for leftovers of an earlier O(backend=iptables) run.
+        Reading with C(iptables-legacy) instantiates the legacy raw and mangle tables in the namespace (empty,
+        but every packet then walks them), so leave the default there unless the earlier run used legacy.
     type: str
     default: iptables
 requirements:
