@@ -278,6 +278,21 @@ static unsigned int parse_list(const char *opt, const char *s, unsigned long max
 	return n;
 }
 
+/* Every queue thread's CPU must be one this process may run on. */
+static void check_cpus(const struct config *cfg)
+{
+	cpu_set_t allowed;
+	unsigned int i;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		die("sched_getaffinity: %s", strerror(errno));
+	for (i = 0; i < cfg->ncpus; i++) {
+		if (cfg->cpus[i] >= CPU_SETSIZE || !CPU_ISSET(cfg->cpus[i], &allowed))
+			die("CPU %d (for queue %u) is offline or outside this process's CPU set; pick CPUs with --cpus",
+			    cfg->cpus[i], cfg->queues[i]);
+	}
+}
+
 static void parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_DEV = 1, OPT_MODE, OPT_COPY, OPT_ZEROCOPY, OPT_SKB, OPT_DRV, OPT_NO_WAKEUP,
@@ -312,7 +327,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_src_mac = false, have_dst_mac = false, have_src_ip = false, have_dst_ip = false;
-	bool have_copy = false, have_xdp_mode = false, have_budget = false;
+	bool have_copy = false, have_xdp_mode = false, have_budget = false, have_timeout = false;
 	long ncpu_conf = sysconf(_SC_NPROCESSORS_CONF);
 	unsigned int cpus[XSK_MAX_QUEUES];
 	const char *cpu_list = NULL;
@@ -358,6 +373,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 			break;
 		case OPT_BP_TIMEOUT:
 			cfg->busy_poll_timeout_us = parse_uint("busy-poll-timeout", optarg, 1, INT_MAX);
+			have_timeout = true;
 			break;
 		case OPT_BATCH: cfg->batch = parse_uint("batch", optarg, 1, MAX_BATCH); break;
 		case OPT_FRAME_SIZE:
@@ -391,7 +407,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 		die("--dev IFNAME is required");
 	if (!have_budget)
 		cfg->busy_poll_budget = cfg->batch;
-	if ((have_budget || cfg->busy_poll_timeout_us != DEFAULT_BUSY_POLL_TIMEOUT_US) && !cfg->busy_poll)
+	if ((have_budget || have_timeout) && !cfg->busy_poll)
 		die("--busy-poll-budget and --busy-poll-timeout need --busy-poll");
 	if (cfg->bench == BENCH_TXPUSH) {
 		if (!have_dst_mac || !have_src_ip || !have_dst_ip)
@@ -959,6 +975,7 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv, cfg);
 	check_dev(cfg);
+	check_cpus(cfg);
 	libbpf_set_print(libbpf_print);
 
 	bench.skel = xsk_bench__open_and_load();

@@ -14,7 +14,7 @@ author:
   - xdplab.testbed developers
 description:
   - Runs C(xdplab-xsk-bench) (bpf/xsk_bench.c, built and installed by the role xdplab.testbed.bpf_programs) on
-    O(interface): one AF_XDP socket per queue of O(queues), each served by a thread pinned to the matching CPU of
+    O(interface), with one AF_XDP socket per queue of O(queues), each served by a thread pinned to the matching CPU of
     O(cpus), and an XDP program redirecting RX queue I(q) to the socket of queue I(q), attached in O(xdp_mode).
   - The program runs in the background; the module reads its JSON lines and returns the mean rate over a window
     of O(samples) x O(interval) seconds after O(warmup) seconds, with the window's CLOCK_MONOTONIC bounds (a
@@ -374,7 +374,6 @@ class XskBench:
             return
         if self.stop_leftover():
             self.module.warn("stopped a leftover xdplab-xsk-bench run recorded in %s" % self.run_files.state_path)
-        self.result["changed"] = False
         records = []
         try:
             try:
@@ -397,9 +396,12 @@ class XskBench:
         if not starts:
             raise xsk.XskBenchError("xdplab-xsk-bench did not start: %s" % (err or "no message"))
         summaries = xsk.of_type(records, "summary")
-        if err and not summaries:
+        if err and (not summaries or summaries[-1].get("stopped_by") == "error"):
             raise xsk.XskBenchError("xdplab-xsk-bench failed: %s" % err)
-        self.result.update(xsk.summarize(records, p["mode"], p["warmup"], p["samples"]))
+        try:
+            self.result.update(xsk.summarize(records, p["mode"], p["warmup"], p["samples"]))
+        except xsk.XskBenchError as exc:
+            raise xsk.XskBenchError("%s%s" % (exc, "; it said: %s" % err if err else "")) from None
         if err:
             self.module.warn("xdplab-xsk-bench: %s" % err)
 
