@@ -331,3 +331,22 @@ def test_check_mode_starts_nothing(lab):
     assert res["changed"] is True and "--vdev" in res["command"] and "pps" not in res
     lab.assert_clean("cm")
     assert not os.path.exists(lab.run_dir)
+
+
+def test_through_the_ansible_cli(lab):
+    """The module as a task of the ``ansible`` CLI inside the DUT namespace (what a play on the vlab does)."""
+    bin_dir = os.path.dirname(os.path.abspath(sys.executable))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.oneline", ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+               ANSIBLE_DEPRECATION_WARNINGS="0")
+    lab.prefixes.add("xdplab-cli")
+    args = {"name": "cli", "run_dir": lab.run_dir, "ports": ["net_null0"], "no_huge": True, "forward_mode": "txonly",
+            "samples": 2, "warmup": 0.5}
+    proc = subprocess.run(["ip", "netns", "exec", lab.dut, os.path.join(bin_dir, "ansible"), "localhost", "-c", "local",
+                           "-m", "xdplab.testbed.testpmd", "-a", json.dumps(args)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("localhost | "))
+    assert line.startswith("localhost | CHANGED => "), proc.stdout + proc.stderr
+    res = json.loads(line.split("=> ", 1)[1])
+    assert res["tx_pps"] > 0 and res["streams"][0]["lcore"] == 1
+    lab.assert_clean("cli")
