@@ -5,9 +5,11 @@
 Builds namespaces xd-xs-bm-<random>-{tg,dut} joined by a 2-queue veth pair (GRO on), offers 64-byte UDP from
 xdplab-trafficgen as fast as it can, and measures the DUT side:
 
-  xsk-drv   xdplab-xsk-bench --mode rxdrop --copy --drv-mode   (rate: the sockets' RX count)
-  xsk-skb   xdplab-xsk-bench --mode rxdrop --copy --skb-mode
-  xdp-drop  xdp_bare_drop.bpf.o attached natively               (rate: veth's rx_queue_N_xdp_drops)
+  xsk-drv        xdplab-xsk-bench --mode rxdrop --copy --drv-mode   (rate: the sockets' RX count)
+  xsk-drv-poll   the same with --poll (threads sleep in poll() instead of spinning)
+  xsk-skb        xdplab-xsk-bench --mode rxdrop --copy --skb-mode
+  xsk-skb-poll   the same with --poll
+  xdp-drop       xdp_bare_drop.bpf.o attached natively               (rate: veth's rx_queue_N_xdp_drops)
 
 in two layouts: "1q" (1 flow to queue 0, generator on CPU 0, the AF_XDP thread on CPU 1) and "2q" (2 flows, queue q
 from generator CPU q, AF_XDP thread of queue q on CPU q: everything shares the machine's 2 CPUs). On veth, XDP runs
@@ -41,7 +43,7 @@ LAYOUTS = {
     "1q": (1, [0], [0], [1]),
     "2q": (2, [0, 1], [0, 1], [0, 1]),
 }
-SYSTEMS = ("xsk-drv", "xsk-skb", "xdp-drop")
+SYSTEMS = ("xsk-drv", "xsk-drv-poll", "xsk-skb", "xsk-skb-poll", "xdp-drop")
 
 
 def sh(*argv, check=True):
@@ -91,7 +93,7 @@ class Bench:
             raise RuntimeError("xdplab-trafficgen failed: %s" % err.strip())
         return json.loads(out.splitlines()[-1])["pps"]
 
-    def run_xsk(self, layout, xdp_mode):
+    def run_xsk(self, layout, xdp_mode, poll):
         flows, gen_cpus, queues, cpus = LAYOUTS[layout]
         seconds = self.warmup + self.samples + 1
         gen_argv, gen = self.generator(flows, gen_cpus, seconds + 2)
@@ -99,7 +101,7 @@ class Bench:
         argv = ["ip", "netns", "exec", self.dut, os.path.join(self.build, "xdplab-xsk-bench"), "--dev", "dut0",
                 "--mode", "rxdrop", "--copy", "--skb-mode" if xdp_mode == "skb" else "--drv-mode",
                 "--queues", ",".join(map(str, queues)), "--cpus", ",".join(map(str, cpus)),
-                "--duration", str(seconds)]  # fmt: skip
+                "--duration", str(seconds)] + (["--poll"] if poll else [])  # fmt: skip
         proc = sh(*argv, check=False)
         offered = self.offered(gen)
         if proc.returncode != 0:
@@ -144,7 +146,7 @@ class Bench:
     def run(self, system, layout):
         if system == "xdp-drop":
             return self.run_xdp_drop(layout)
-        return self.run_xsk(layout, "skb" if system == "xsk-skb" else "native")
+        return self.run_xsk(layout, "skb" if system.startswith("xsk-skb") else "native", system.endswith("-poll"))
 
 
 def main():
@@ -174,7 +176,7 @@ def main():
             version_of(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])))  # fmt: skip
         print("# 64-byte UDP from xdplab-trafficgen; warm-up %gs, window %d x 1 s; copy mode (veth has no zero-copy)"
               % (args.warmup, args.samples))  # fmt: skip
-        print("%-6s %-9s %-5s %12s %12s %14s %s" % ("layout", "system", "round", "pps", "offered_pps", "rx_ring_full/s",
+        print("%-6s %-12s %-5s %12s %12s %14s %s" % ("layout", "system", "round", "pps", "offered_pps", "rx_ring_full/s",
                                                      "per_queue_pps"))  # fmt: skip
         bench = Bench(build, args.warmup, args.samples)
         try:
@@ -184,7 +186,7 @@ def main():
                     for system in SYSTEMS:
                         r = bench.run(system, layout)
                         full = "-" if r["rx_ring_full_pps"] is None else "%.0f" % r["rx_ring_full_pps"]
-                        print("%-6s %-9s %-5d %12.0f %12.0f %14s %s" % (layout, system, rnd, r["pps"], r["offered_pps"],
+                        print("%-6s %-12s %-5d %12.0f %12.0f %14s %s" % (layout, system, rnd, r["pps"], r["offered_pps"],
                                                                          full, r["per_queue"]))  # fmt: skip
                         print("#   %s | generator: %s" % (" ".join(r["command"]), " ".join(r["generator"])))
                         sys.stdout.flush()

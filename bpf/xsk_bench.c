@@ -69,6 +69,7 @@
 #define MAX_BATCH TX_RING_SIZE
 #define DEFAULT_BUSY_POLL_TIMEOUT_US 20
 #define MAX_BUSY_POLL_BUDGET 65535
+#define POLL_TIMEOUT_MS 100 /* --poll: wake up this often to notice a stop */
 
 #define FCS_LEN 4
 #define MIN_PKT_LEN 64   /* on the wire with FCS */
@@ -96,6 +97,7 @@ struct config {
 	bool skb_mode;
 	bool need_wakeup;
 	bool busy_poll;
+	bool poll;       /* sleep in poll() when there is nothing to do, instead of spinning */
 	unsigned int busy_poll_budget;
 	unsigned int busy_poll_timeout_us;
 	unsigned int batch;
@@ -191,7 +193,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: xdplab-xsk-bench --dev IFNAME [--mode rxdrop|txpush|l2fwd]\n"
 		"         [--copy | --zero-copy] [--skb-mode | --drv-mode] [--no-need-wakeup]\n"
-		"         [--busy-poll [--busy-poll-budget N] [--busy-poll-timeout USEC]]\n"
+		"         [--busy-poll [--busy-poll-budget N] [--busy-poll-timeout USEC]] [--poll]\n"
 		"         [--batch 64] [--frame-size 2048|4096] [--unaligned]\n"
 		"         [--queues 0[,1..]] [--cpus C[,C..]] [--duration 10] [--interval 1]\n"
 		"         txpush: --dst-mac MAC --src-ip IP --dst-ip IP [--src-mac MAC]\n"
@@ -204,6 +206,7 @@ static void usage(FILE *out)
 		"  l2fwd   receive, swap MAC addresses, send back out of the same queue\n"
 		"Bind mode: --copy, --zero-copy, or neither (the kernel picks; reported).\n"
 		"XDP mode of the redirect program: --drv-mode (default) or --skb-mode.\n"
+		"Threads spin on their rings unless --poll (wait in poll() for work).\n"
 		"--pkt-len counts the FCS (64..1518). --duration 0 runs until SIGINT/SIGTERM.\n"
 		"Prints JSON lines: start, interval + xdp_statistics per interval, summary.\n");
 }
@@ -296,7 +299,7 @@ static void check_cpus(const struct config *cfg)
 static void parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_DEV = 1, OPT_MODE, OPT_COPY, OPT_ZEROCOPY, OPT_SKB, OPT_DRV, OPT_NO_WAKEUP,
-	       OPT_BUSY_POLL, OPT_BP_BUDGET, OPT_BP_TIMEOUT, OPT_BATCH, OPT_FRAME_SIZE, OPT_UNALIGNED,
+	       OPT_BUSY_POLL, OPT_POLL, OPT_BP_BUDGET, OPT_BP_TIMEOUT, OPT_BATCH, OPT_FRAME_SIZE, OPT_UNALIGNED,
 	       OPT_QUEUES, OPT_CPUS, OPT_DURATION, OPT_INTERVAL, OPT_SRC_MAC, OPT_DST_MAC, OPT_SRC_IP,
 	       OPT_DST_IP, OPT_PKT_LEN, OPT_DST_PORT, OPT_HELP };
 	static const struct option opts[] = {
@@ -308,6 +311,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 		{ "drv-mode", no_argument, NULL, OPT_DRV },
 		{ "no-need-wakeup", no_argument, NULL, OPT_NO_WAKEUP },
 		{ "busy-poll", no_argument, NULL, OPT_BUSY_POLL },
+		{ "poll", no_argument, NULL, OPT_POLL },
 		{ "busy-poll-budget", required_argument, NULL, OPT_BP_BUDGET },
 		{ "busy-poll-timeout", required_argument, NULL, OPT_BP_TIMEOUT },
 		{ "batch", required_argument, NULL, OPT_BATCH },
@@ -367,6 +371,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 			break;
 		case OPT_NO_WAKEUP: cfg->need_wakeup = false; break;
 		case OPT_BUSY_POLL: cfg->busy_poll = true; break;
+		case OPT_POLL: cfg->poll = true; break;
 		case OPT_BP_BUDGET:
 			cfg->busy_poll_budget = parse_uint("busy-poll-budget", optarg, 1, MAX_BUSY_POLL_BUDGET);
 			have_budget = true;
@@ -772,6 +777,18 @@ static void *queue_main(void *arg)
 		return NULL;
 	}
 	while (!stopping) {
+		if (x->cfg->poll) {
+			struct pollfd pfd = { .fd = x->fd,
+					      .events = x->cfg->bench == BENCH_TXPUSH ? POLLOUT : POLLIN };
+			int ready = poll(&pfd, 1, POLL_TIMEOUT_MS);
+
+			if (ready < 0 && errno != EINTR) {
+				thread_error(x, "poll");
+				break;
+			}
+			if (ready <= 0)
+				continue;
+		}
 		switch (x->cfg->bench) {
 		case BENCH_RXDROP: rx_drop(x); break;
 		case BENCH_TXPUSH: tx_push(x); break;
@@ -888,11 +905,12 @@ static void print_options(const struct config *cfg)
 	char src[INET_ADDRSTRLEN], dst[INET_ADDRSTRLEN];
 	const __u8 *s = cfg->src_mac, *d = cfg->dst_mac;
 
-	printf("\"options\":{\"copy\":\"%s\",\"need_wakeup\":%s,\"busy_poll\":%s,\"busy_poll_budget\":%u,"
+	printf("\"options\":{\"copy\":\"%s\",\"need_wakeup\":%s,\"poll\":%s,\"busy_poll\":%s,\"busy_poll_budget\":%u,"
 	       "\"busy_poll_timeout_us\":%u,\"batch\":%u,\"frame_size\":%u,\"unaligned\":%s,"
 	       "\"num_frames\":%d,\"fill_ring\":%d,\"comp_ring\":%d,\"rx_ring\":%d,\"tx_ring\":%d,"
 	       "\"duration\":%.3f,\"interval\":%.3f",
-	       copy_names[cfg->copy], cfg->need_wakeup ? "true" : "false", cfg->busy_poll ? "true" : "false",
+	       copy_names[cfg->copy], cfg->need_wakeup ? "true" : "false", cfg->poll ? "true" : "false",
+	       cfg->busy_poll ? "true" : "false",
 	       cfg->busy_poll ? cfg->busy_poll_budget : 0, cfg->busy_poll ? cfg->busy_poll_timeout_us : 0,
 	       cfg->batch, cfg->frame_size, cfg->unaligned ? "true" : "false", NUM_FRAMES, FILL_RING_SIZE,
 	       COMP_RING_SIZE, RX_RING_SIZE, TX_RING_SIZE, cfg->duration, cfg->interval);

@@ -174,6 +174,8 @@ def command(p, cpus, duration, binary):
         argv.append("--no-need-wakeup")
     if p["unaligned"]:
         argv.append("--unaligned")
+    if p["poll"]:
+        argv.append("--poll")
     if p["busy_poll"]:
         argv.append("--busy-poll")
         if p["busy_poll_budget"] is not None:

@@ -139,12 +139,13 @@ def assert_left_clean(lab):
     assert not os.path.exists(lab.run_dir)
 
 
-@pytest.mark.parametrize("xdp_mode", ["native", "skb"])
-def test_rxdrop_copy_mode(lab, xdp_mode):
+@pytest.mark.parametrize("xdp_mode, poll", [("native", False), ("skb", False), ("native", True)])
+def test_rxdrop_copy_mode(lab, xdp_mode, poll):
     gen = lab.generator(10)
     time.sleep(0.5)
     res = lab.module(interface="dut0", mode="rxdrop", copy_mode="copy", xdp_mode=xdp_mode, queues=[0, 1], cpus=[0, 1],
-                     warmup=1, samples=3)  # fmt: skip
+                     warmup=1, samples=3, poll=poll)  # fmt: skip
+    assert ("--poll" in res.get("command", [])) is poll
     sent = gen_records(gen)
     assert not res.get("failed"), res
     assert res["changed"] is False

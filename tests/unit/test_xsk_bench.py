@@ -25,8 +25,8 @@ def params(**over):
     p = {
         "state": "measured", "binary": xsk.DEFAULT_BINARY, "name": "xsk_bench", "run_dir": "/run/xdplab/xsk_bench",
         "interface": "dut0", "mode": "rxdrop", "copy_mode": "auto", "xdp_mode": "native", "need_wakeup": True,
-        "busy_poll": False, "busy_poll_budget": None, "busy_poll_timeout": None, "batch_size": 64, "frame_size": 4096,
-        "unaligned": False, "queues": [0], "cpus": [], "warmup": 1.0, "interval": 1.0, "samples": 3,
+        "poll": False, "busy_poll": False, "busy_poll_budget": None, "busy_poll_timeout": None, "batch_size": 64,
+        "frame_size": 4096, "unaligned": False, "queues": [0], "cpus": [], "warmup": 1.0, "interval": 1.0, "samples": 3,
         "stop_timeout": 10.0, "src_mac": None, "dst_mac": None, "src_ip": None, "dst_ip": None, "packet_len": 64,
         "dst_port": 12,
     }  # fmt: skip
@@ -246,14 +246,14 @@ def test_command_rxdrop_defaults():
 
 def test_command_every_option():
     p = params(
-        **TXPUSH, src_mac="02:00:00:00:00:02", copy_mode="copy", xdp_mode="skb", need_wakeup=False, busy_poll=True,
+        **TXPUSH, src_mac="02:00:00:00:00:02", copy_mode="copy", xdp_mode="skb", need_wakeup=False, poll=True, busy_poll=True,
         busy_poll_budget=16, busy_poll_timeout=50, unaligned=True, frame_size=2048, queues=[0, 1], cpus=[1, 0],
         packet_len=128, dst_port=9000, interval=0.5,
     )  # fmt: skip
     argv = xsk.command(p, [1, 0], 3.5, "/bin/x")
     joined = " ".join(argv)
     for part in ("--mode txpush", "--queues 0,1", "--cpus 1,0", "--frame-size 2048", "--interval 0.5", "--duration 3.5",
-                 "--copy", "--skb-mode", "--no-need-wakeup", "--unaligned", "--busy-poll --busy-poll-budget 16",
+                 "--copy", "--skb-mode", "--no-need-wakeup", "--unaligned", "--poll", "--busy-poll --busy-poll-budget 16",
                  "--busy-poll-timeout 50", "--src-mac 02:00:00:00:00:02", "--dst-mac 02:00:00:00:00:01",
                  "--src-ip 10.0.0.2", "--dst-ip 10.0.0.1", "--pkt-len 128", "--dst-port 9000"):  # fmt: skip
         assert part in joined
