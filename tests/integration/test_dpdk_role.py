@@ -1,0 +1,138 @@
+"""Bad input to the role xdplab.testbed.dpdk gets a clear error before anything is built or installed.
+
+Each case runs ansible-playbook against this machine with a throwaway playbook; the role's
+directories point into tmp_path, so nothing outside it changes. The tarball cases use a small
+local tarball (file:// URL) shaped like a DPDK tree: the checksum and patch checks run before
+meson, so no real DPDK source is needed.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+SAMPLE_PATCH = os.path.join(ROOT, "molecule", "dpdk", "files", "0001-testpmd-bye-marker.patch")
+
+pytestmark = pytest.mark.root
+
+PLAY = """---
+- name: Throwaway play for the dpdk role
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  roles:
+    - role: xdplab.testbed.dpdk
+"""
+
+
+def fake_tarball(tmp_path):
+    """A tar.xz with a dpdk-0.0/ tree whose testpmd.c lacks what the sample patch changes."""
+    tree = tmp_path / "dpdk-0.0"
+    (tree / "app" / "test-pmd").mkdir(parents=True)
+    (tree / "meson.build").write_text("project('DPDK', 'c', version: '0.0')\n")
+    (tree / "app" / "test-pmd" / "testpmd.c").write_text("int main(void) { return 0; }\n")
+    path = tmp_path / "dpdk-0.0.tar.xz"
+    with tarfile.open(path, "w:xz") as tar:
+        tar.add(tree, arcname="dpdk-0.0")
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_role(extra, tmp_path, skip_tags="dpdk_install"):
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY)
+    dirs = {
+        "dpdk_state_dir": str(tmp_path / "state"),
+        "dpdk_source_root": str(tmp_path / "src"),
+        "dpdk_prefix_root": str(tmp_path / "opt"),
+        "dpdk_hugepages": [],
+        "dpdk_hugepage_mounts": [],
+    }
+    res = subprocess.run(
+        [PLAYBOOK, "-i", "localhost,", str(play), "-e", "ansible_python_interpreter=%s" % sys.executable,
+         "-e", json.dumps(dict(dirs, **extra)), "--skip-tags", skip_tags],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode != 0, out[-3000:]
+    # nothing installed: no prefix, no provenance, no hugepage record
+    assert not list((tmp_path / "opt").glob("*/bin")), out[-2000:]
+    assert not (tmp_path / "state").exists() or not list((tmp_path / "state").glob("*.json"))
+    return out
+
+
+def test_tarball_checksum_mismatch_names_expected_and_actual(tmp_path):
+    tarball, actual = fake_tarball(tmp_path)
+    wrong = "0" * 64
+    out = run_role({"dpdk_install_method": "source", "dpdk_source_kind": "tarball", "dpdk_source_version": "0.0",
+                    "dpdk_source_url": "file://%s" % tarball, "dpdk_source_sha256": wrong}, tmp_path)  # fmt: skip
+    assert "sha256 mismatch for file://%s" % tarball in out
+    assert "expected %s" % wrong in out
+    assert "actual %s" % actual in out
+    # the bad download is deleted and nothing was unpacked
+    assert not (tmp_path / "src" / "src" / tarball.name).exists()
+    assert not list((tmp_path / "src").rglob("meson.build"))
+
+
+def test_patch_that_does_not_apply_is_named(tmp_path):
+    tarball, actual = fake_tarball(tmp_path)
+    out = run_role({"dpdk_install_method": "source", "dpdk_source_kind": "tarball", "dpdk_source_version": "0.0",
+                    "dpdk_source_url": "file://%s" % tarball, "dpdk_source_sha256": actual,
+                    "dpdk_build_patches": [SAMPLE_PATCH]}, tmp_path)  # fmt: skip
+    assert "patch 0001-testpmd-bye-marker.patch does not apply to DPDK 0.0" in out
+    assert "task 'Apply the patches' failed" in out
+    # meson never ran
+    assert not list((tmp_path / "src").rglob("build.ninja"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"dpdk_install_method": "build"}, "dpdk_install_method must be one of: package, source"),
+        ({"dpdk_install_method": "source", "dpdk_source_kind": "svn"},
+         "dpdk_source_kind must be one of: debian_source, tarball, git"),
+        ({"dpdk_variant": "a/b"}, "dpdk_variant 'a/b' must be letters, digits, '.', '_' or '-'"),
+        ({"dpdk_install_method": "source", "dpdk_source_kind": "tarball", "dpdk_source_version": "22.11.11",
+          "dpdk_source_url": "file:///nonexistent.tar.xz", "dpdk_source_sha256": "abc"},
+         "dpdk_source_sha256 'abc' is not a sha256 (64 hex digits)"),
+        ({"dpdk_install_method": "source", "dpdk_source_kind": "tarball", "dpdk_source_sha256": "0" * 64},
+         "dpdk_source_kind=tarball needs dpdk_source_url"),
+        ({"dpdk_install_method": "source", "dpdk_source_kind": "git"}, "dpdk_source_kind=git needs dpdk_source_git_version"),
+        ({"dpdk_install_method": "source", "dpdk_build_patches": ["/nonexistent/0001-x.patch"]},
+         "patch file(s) /nonexistent/0001-x.patch not found on the controller"),
+        ({"dpdk_hugepages": [{"size": "4M", "count": 1}]}, "dpdk_hugepages.size must be one of: 2M, 1G"),
+        ({"dpdk_hugepages": [{"size": "1G", "count": 1}],
+          "dpdk_hugepage_mounts": [{"path": "/dev/hugepages", "size": "2M"}]},
+         "every reserved size needs a hugetlbfs mount"),
+        ({"dpdk_hugepages": [{"size": "2M", "count": 1, "node": 99}],
+          "dpdk_hugepage_mounts": [{"path": "/dev/hugepages", "size": "2M"}]},
+         "no such NUMA node for 99"),
+        ({"dpdk_bind_devices": [{"pci": "03:00.0"}]},
+         "dpdk_bind_devices: 03:00.0 not PCI addresses in domain:bus:slot.function form"),
+        ({"dpdk_bind_devices": [{"pci": "0000:03:00.0", "driver": "mlx5_core"}]},
+         "dpdk_bind_devices.driver must be one of: vfio-pci, uio_pci_generic, igb_uio"),
+        ({"dpdk_simd_runtime": {"scalar": {"max_simd_bitwidth": 32}}},
+         "dpdk_simd_runtime.scalar.max_simd_bitwidth must be null, 64"),
+        ({"dpdk_install_method": "source", "dpdk_build_options": {"enable_drivers": "net/null"}},
+         "dpdk_build_options.enable_drivers is set by the role: use dpdk_build_drivers"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_refused_in_preflight(extra, message, tmp_path):
+    out = run_role(extra, tmp_path, skip_tags="dpdk_install,dpdk_build,dpdk_hugepages,dpdk_configure")
+    assert message in out
+
+
+def test_instruction_set_this_cpu_lacks_is_refused(tmp_path):
+    with open("/proc/cpuinfo") as f:
+        flags = next(line for line in f if line.startswith("flags")).split()
+    if "avx512f" in flags:
+        pytest.skip("this CPU has avx512f: every instruction set in the role's table runs here")
+    out = run_role({"dpdk_install_method": "source", "dpdk_build_cpu_instruction_set": "icelake-server"}, tmp_path,
+                   skip_tags="dpdk_install,dpdk_build,dpdk_hugepages,dpdk_configure")  # fmt: skip
+    assert "-Dcpu_instruction_set=icelake-server needs CPU flags avx512f" in out
