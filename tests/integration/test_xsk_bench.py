@@ -297,3 +297,14 @@ def test_absent_stops_a_leftover_run(lab):
     assert res["changed"] is True and any(p.endswith("xsk_bench.state.json") for p in res["removed"])
     assert_left_clean(lab)
     assert lab.module(state="absent")["changed"] is False
+
+
+def test_socket_options_reach_the_program(lab):
+    res = lab.module(interface="dut0", copy_mode="copy", need_wakeup=False, busy_poll=True, busy_poll_budget=16,
+                     busy_poll_timeout=50, frame_size=2048, unaligned=True, batch_size=32, warmup=0, samples=1)  # fmt: skip
+    assert not res.get("failed"), res
+    options = res["summary"]["options"]
+    assert options["need_wakeup"] is False and options["busy_poll"] is True
+    assert options["busy_poll_budget"] == 16 and options["busy_poll_timeout_us"] == 50
+    assert options["frame_size"] == 2048 and options["unaligned"] is True and options["batch"] == 32
+    assert_left_clean(lab)
