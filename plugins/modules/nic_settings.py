@@ -19,7 +19,7 @@ description:
     maximums from C(ethtool -l)/C(-g), private flag names from C(--show-priv-flags), IRQs from C(/proc/interrupts),
     online CPUs), and only then changes anything; a bad value fails naming it, before any change.
   - Operations the driver does not implement (C(Operation not supported), e.g. pause frames, rings, n-tuple rules
-    on veth) fail, or with O(unsupported=skip) are listed in RV(skipped) with the reason.
+    on veth) fail, or with O(unsupported=skip) are listed in RV(skipped_items) with the reason.
   - "Order of changes: channels, rings, pause, private flags, n-tuple (feature on, conflicting rules deleted,
     missing rules added), IRQ affinity."
 attributes:
@@ -40,7 +40,7 @@ options:
         when the interface sits elsewhere, so an inventory cannot tune the wrong port.
     type: str
   mac:
-    description: Expected MAC address of the interface (fails when it differs: wrong port).
+    description: Expected MAC address of the interface (fails when it differs, as on a wrong port).
     type: str
   channels:
     description: Queue counts (C(ethtool -L)). Only the keys given are set.
@@ -88,8 +88,8 @@ options:
         description: Send pause frames.
         type: bool
   private_flags:
-    description: Driver private flags (C(ethtool --set-priv-flags)), e.g. C({rx_cqe_compress: false, rx_striding_rq: false})
-      for mlx5.
+    description: Driver private flags (C(ethtool --set-priv-flags)), for mlx5 C(rx_cqe_compress) and C(rx_striding_rq)
+      set to false.
     type: dict
   ntuple_rules:
     description:
@@ -111,6 +111,17 @@ options:
         description: RX queue the flow is steered to.
         type: int
         required: true
+  ntuple_udp_flows:
+    description:
+      - Shorthand for the benchmark flows, N rules C(flow-type udp4 dst-port PORT_BASE+i action i) for i in 0..N-1
+        (flow i of the generator to queue i, as the paper's C(udp_for_benchmarks.py) numbers its streams). Added to
+        O(ntuple_rules).
+    type: int
+    default: 0
+  ntuple_port_base:
+    description: First destination port of O(ntuple_udp_flows).
+    type: int
+    default: 12
   ntuple_purge:
     description: Also delete n-tuple rules that O(ntuple_rules) does not list.
     type: bool
@@ -129,6 +140,10 @@ options:
         type: list
         elements: int
         required: true
+  irq_cpus:
+    description: Shorthand for O(irq_affinity), queue q's IRQ pinned to CPU C(irq_cpus[q]) for q in 0..len-1.
+    type: list
+    elements: int
   irq_name_patterns:
     description:
       - Names of a queue's IRQ in C(/proc/interrupts), with C({queue}), C({interface}) and C({pci}) filled in; the
@@ -138,7 +153,7 @@ options:
     elements: str
   unsupported:
     description: What to do when the driver does not implement a requested operation (EOPNOTSUPP, or no per-queue
-      IRQs). V(fail) stops; V(skip) lists it in RV(skipped) with the reason and carries on.
+      IRQs). V(fail) stops; V(skip) lists it in RV(skipped_items) with the reason and carries on.
     type: str
     choices: [fail, skip]
     default: fail
@@ -165,13 +180,10 @@ EXAMPLES = r"""
     rings: {rx: 1024, tx: 1024}
     pause: {autoneg: false, rx: false, tx: false}
     private_flags: {rx_cqe_compress: false, rx_striding_rq: false}
-    # UDP destination port 12 + i -> queue i (the generator's flow i)
-    ntuple_rules:
-      - {dst_port: 12, queue: 0}
-      - {dst_port: 13, queue: 1}
-    irq_affinity:
-      - {queue: 0, cpus: [0]}
-      - {queue: 1, cpus: [1]}
+    # UDP destination port 12 + i -> queue i (the generator's flow i), i = 0..5
+    ntuple_udp_flows: 6
+    # queue q's completion IRQ (mlx5_compQ@pci:0000:03:00.0) on CPU q
+    irq_cpus: [0, 1, 2, 3, 4, 5]
 
 - name: Drift check of a veth end (what veth does not support is skipped, with the reason)
   xdplab.testbed.nic_settings:
@@ -210,6 +222,9 @@ drift:
   type: list
   elements: dict
   contains:
+    interface:
+      description: The interface.
+      type: str
     item:
       description: Setting, e.g. C(channels.combined), C(ntuple.udp4.dst_port=12), C(irq_affinity.queue3).
       type: str
@@ -219,13 +234,13 @@ drift:
     actual:
       description: Value on the device.
       type: raw
-  sample: [{item: channels.rx, expected: 2, actual: 1}]
-skipped:
+  sample: [{interface: veth-dut0, item: channels.rx, expected: 2, actual: 1}]
+skipped_items:
   description: Requested settings the device does not support, with the reason (O(unsupported=skip)).
   returned: always
   type: list
   elements: dict
-  sample: [{item: pause, reason: "driver veth: ethtool -a veth-dut0: netlink error: Operation not supported"}]
+  sample: [{interface: veth-dut0, item: pause, reason: "driver veth: ethtool -a veth-dut0: netlink error: Operation not supported"}]
 commands:
   description: Changes run (or, in check mode and verify mode, that would run), in order.
   returned: always
@@ -279,7 +294,7 @@ class NicSettings:
         self.ifname = self.p["interface"]
         self.bin = self.p["ethtool"]
         self.result = {"changed": False, "interface": self.ifname, "driver": "", "bus_info": "", "drift": [],
-                       "skipped": [], "commands": [], "state": {}}
+                       "skipped_items": [], "commands": [], "state": {}}
         self.before, self.after = {}, {}
         self.actions = []  # (description, callable)
 
@@ -300,19 +315,32 @@ class NicSettings:
 
     def unsupported(self, item, reason):
         if self.p["unsupported"] == "skip":
-            self.result["skipped"].append({"item": item, "reason": reason})
+            self.result["skipped_items"].append({"interface": self.ifname, "item": item, "reason": reason})
             return
         self.fail(f"{self.ifname}: {item} is not supported: {reason}. Leave {item} out for this port, "
                   f"or set unsupported=skip (nic_unsupported: skip) to carry on without it")
 
     def drift(self, item, expected, actual):
-        self.result["drift"].append({"item": item, "expected": expected, "actual": actual})
+        self.result["drift"].append({"interface": self.ifname, "item": item, "expected": expected, "actual": actual})
 
     def plan(self, argv_or_desc, action):
         self.actions.append((argv_or_desc, action))
 
     # -- input -------------------------------------------------------------------------------------------------
+    def expand_shorthands(self):
+        p = self.p
+        rules = list(p["ntuple_rules"] or [])
+        if p["ntuple_udp_flows"] < 0:
+            self.fail(f"ntuple_udp_flows must be zero or more, got {p['ntuple_udp_flows']}")
+        rules += [{"flow_type": "udp4", "dst_port": p["ntuple_port_base"] + i, "queue": i}
+                  for i in range(p["ntuple_udp_flows"])]
+        p["ntuple_rules"] = rules or None
+        irqs = list(p["irq_affinity"] or [])
+        irqs += [{"queue": q, "cpus": [cpu]} for q, cpu in enumerate(p["irq_cpus"] or [])]
+        p["irq_affinity"] = irqs or None
+
     def validate_input(self):
+        self.expand_shorthands()
         p = self.p
         if not re.match(r"^[A-Za-z0-9_.:@+-]{1,15}$", self.ifname):
             self.fail(f"interface {self.ifname!r} is not a valid interface name (at most 15 characters)")
@@ -620,10 +648,13 @@ def main():
                 flow_type=dict(type="str", choices=["udp4", "tcp4", "udp6", "tcp6"], default="udp4"),
                 dst_port=dict(type="int", required=True),
                 queue=dict(type="int", required=True))),
+            ntuple_udp_flows=dict(type="int", default=0),
+            ntuple_port_base=dict(type="int", default=12),
             ntuple_purge=dict(type="bool", default=False),
             irq_affinity=dict(type="list", elements="dict", options=dict(
                 queue=dict(type="int", required=True),
                 cpus=dict(type="list", elements="int", required=True))),
+            irq_cpus=dict(type="list", elements="int"),
             irq_name_patterns=dict(type="list", elements="str"),
             unsupported=dict(type="str", choices=["fail", "skip"], default="fail"),
             verify=dict(type="bool", default=False),
