@@ -128,6 +128,8 @@ def lab(tmp_path, build):
 
 
 def gen_records(proc):
+    """Stop the generator (SIGINT: it prints its summary) and return its records."""
+    proc.send_signal(signal.SIGINT)  # ip netns exec execs the program: the pid is the generator's
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
@@ -141,7 +143,7 @@ def assert_left_clean(lab):
 
 @pytest.mark.parametrize("xdp_mode, poll", [("native", False), ("skb", False), ("native", True)])
 def test_rxdrop_copy_mode(lab, xdp_mode, poll):
-    gen = lab.generator(10)
+    gen = lab.generator(60)  # stopped once the module returns
     time.sleep(0.5)
     res = lab.module(interface="dut0", mode="rxdrop", copy_mode="copy", xdp_mode=xdp_mode, queues=[0, 1], cpus=[0, 1],
                      warmup=1, samples=3, poll=poll)  # fmt: skip
@@ -164,6 +166,7 @@ def test_rxdrop_copy_mode(lab, xdp_mode, poll):
     # the window lies inside the generator's run, on the same CLOCK_MONOTONIC
     gen_intervals = [r for r in sent if r["type"] == "interval"]
     gen_start = gen_intervals[0]["mono"] - gen_intervals[0]["interval_s"]
+    assert sent[-1]["stopped_by"] == "SIGINT"
     assert gen_start < res["window"]["start"] < res["window"]["end"] < gen_start + sent[-1]["elapsed_s"]
     assert res["seconds"] == pytest.approx(3, abs=0.1)
     assert {e["queue"] for e in res["xdp_stats"]} == {0, 1}
@@ -239,7 +242,7 @@ def test_txpush_reaches_the_generator_side(lab):
 
 
 def test_l2fwd_returns_the_frames(lab):
-    gen = lab.generator(9)
+    gen = lab.generator(60)  # stopped once the module returns
     time.sleep(0.5)
     before = lab.tg_rx_packets()
     res = lab.module(interface="dut0", mode="l2fwd", copy_mode="copy", queues=[0, 1], cpus=[0, 1], warmup=1, samples=2)
