@@ -240,7 +240,7 @@ skipped_items:
   returned: always
   type: list
   elements: dict
-  sample: [{interface: veth-dut0, item: pause, reason: "driver veth: ethtool -a veth-dut0: netlink error: Operation not supported"}]
+  sample: [{interface: veth-dut0, item: pause, reason: "driver veth: ethtool -a veth-dut0: Operation not supported"}]
 commands:
   description: Changes run (or, in check mode and verify mode, that would run), in order.
   returned: always
@@ -611,6 +611,12 @@ class NicSettings:
             self.fail(f"{self.bin} not found on the target: install the Debian package ethtool")
         self.identify()
         current = self.plan_channels()
+        if current is None and self.p["ntuple_rules"]:
+            # not asked to change the channels: validate the rules' queues against the current ones
+            try:
+                current = ethtool.parse_channels(self.eth("-l", self.ifname)).get("current")
+            except ethtool.EthtoolError:
+                current = None
         rx_queues = None
         if current is not None:
             rx_queues = (current.get("combined") or 0) + (current.get("rx") or 0) or None
