@@ -92,10 +92,10 @@ def module(lab, args):
 
 
 def test_rates_of_two_devices_under_real_traffic(pairs):
-    # The module's window (5 samples of 1 s) contains both generators' whole runs (2 s each, started 1 s after the
+    # The module's window (6 samples of 1 s) contains both generators' whole runs (2 s each, started 1 s after the
     # module), so each device's counter delta must be exactly what its generator sent, and rate x seconds gives it
     # back; the per-sample rates add up to the same count.
-    mod = subprocess.Popen(module_args_file(pairs, {"devices": ["d0", "d1"], "interval": 1.0, "samples": 5,
+    mod = subprocess.Popen(module_args_file(pairs, {"devices": ["d0", "d1"], "interval": 1.0, "samples": 6,
                                                      "format_lines": True, "_ansible_check_mode": True}),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=dict(os.environ, PYTHONPATH=COLLECTIONS))
@@ -128,7 +128,7 @@ def test_rates_of_two_devices_under_real_traffic(pairs):
         # a 64-byte frame is 60 bytes without FCS on veth
         assert rates["rx_queue_0_xdp_bytes"] == pytest.approx(60 * rates["rx_queue_0_xdp_packets"], rel=1e-9)
         assert set(rates) == {"rx_queue_0_xdp_packets", "rx_queue_0_xdp_bytes"}  # only what changed
-        assert seconds == pytest.approx(5.0, abs=0.5) and len(res["samples"]) == 5
+        assert seconds == pytest.approx(6.0, abs=0.5) and len(res["samples"]) == 6
     assert res["header"] == "Show adapter d0 d1 statistics (ONLY that changed!)"
     parsed = [LINE.match(line) for line in res["lines"]]
     assert all(parsed), res["lines"]
