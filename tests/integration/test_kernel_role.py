@@ -1,0 +1,229 @@
+"""Role xdplab.testbed.kernel on bad input: a patch that does not apply, an option that does not stick,
+a tarball whose checksum differs, an unknown base config type. Each must fail with a message naming the
+culprit, leave the source untouched and build nothing. Runs the real role with ansible-playbook against
+localhost, in a temporary build root (never the default /var/lib/xdplab/kernel, never install/boot)."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+LINUX_SOURCE = "/usr/src/linux-source-6.1.tar.xz"
+
+MAIN_C = "".join("line %d\n" % i for i in range(1, 21))
+GOOD_PATCH = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: t <t@example.invalid>
+Date: Mon, 30 Nov 2026 18:00:00 +0000
+Subject: [PATCH 1/2] good
+
+---
+--- a/init/main.c
++++ b/init/main.c
+@@ -2,3 +2,4 @@
+ line 2
+ line 3
++good patch was here
+ line 4
+--
+2.39.5
+
+"""
+BAD_PATCH = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: t <t@example.invalid>
+Date: Mon, 30 Nov 2026 18:00:00 +0000
+Subject: [PATCH 2/2] bad
+
+---
+--- a/init/main.c
++++ b/init/main.c
+@@ -10,3 +10,4 @@
+ line 10
+ this line is not in the tree
++bad patch
+ nor this one
+--
+2.39.5
+
+"""
+
+
+def run_role(tmp_path, role_vars, tags=None):
+    """Apply the role to localhost with role_vars; return (returncode, output on one line)."""
+    play = [{
+        "name": "kernel role under test",
+        "hosts": "localhost",
+        "connection": "local",
+        "gather_facts": False,
+        "roles": [{"role": "xdplab.testbed.kernel", "vars": role_vars}],
+    }]  # fmt: skip
+    path = tmp_path / "play.yml"
+    path.write_text(json.dumps(play))
+    cmd = [PLAYBOOK, "-i", "localhost,", str(path), "-e", "ansible_python_interpreter=" + sys.executable]
+    if tags:
+        cmd += ["--tags", tags]
+    res = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=900)
+    return res.returncode, " ".join((res.stdout + res.stderr).split())
+
+
+def tree_digest(path):
+    """sha256 over every file's relative path and content (the pristine source must not change)."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in sorted(os.walk(path)):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            h.update(os.path.relpath(full, path).encode())
+            with open(full, "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()
+
+
+@pytest.fixture
+def fake_tree(tmp_path):
+    """A directory that looks enough like a kernel tree for the source and patch phases."""
+    src = tmp_path / "src"
+    (src / "init").mkdir(parents=True)
+    (src / "Makefile").write_text("# not a kernel\n")
+    (src / "init" / "main.c").write_text(MAIN_C)
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "0001-good.patch").write_text(GOOD_PATCH)
+    (patches / "0002-bad.patch").write_text(BAD_PATCH)
+    return src, patches
+
+
+def base_vars(tmp_path, source, patches, **extra):
+    out = {
+        "kernel_build_root": str(tmp_path / "root"),
+        "kernel_install_packages": False,
+        "kernel_install": False,
+        "kernel_verify_running": False,
+        "kernel_min_free_gb": 1,
+        "kernel_config_base": {"type": "make", "target": "tinyconfig"},
+        "kernel_config_fragments": [],
+        "kernel_variants": [{"name": "t", "source": source, "patches": patches}],
+    }
+    out.update(extra)
+    return out
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("kind", ["dir", "git"])
+def test_patch_that_does_not_apply_is_named_and_the_tree_left_clean(kind, fake_tree, tmp_path):
+    src, patches = fake_tree
+    if kind == "git":
+        git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+        subprocess.run(git[:3] + ["init", "-q", "-b", "main"], check=True)
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-q", "-m", "fake tree"], check=True)
+        source = {"type": "git", "repo": str(src), "ref": "main"}
+    else:
+        source = {"type": "dir", "path": str(src)}
+    before = tree_digest(src)
+    series = [str(patches / "0001-good.patch"), str(patches / "0002-bad.patch")]
+
+    rc, out = run_role(tmp_path, base_vars(tmp_path, source, series), tags="kernel_source,kernel_patch")
+
+    assert rc != 0, out[-3000:]
+    assert "variant t: patch 2 of 2 (0002-bad.patch) does not apply" in out, out[-3000:]
+    if kind == "git":
+        assert "with git am" in out and "patch failed: init/main.c" in out, out[-3000:]
+    else:
+        assert "with patch -p1 (dry run, nothing changed)" in out and "Hunk #1 FAILED at 10" in out, out[-3000:]
+    assert "The working copy %s/root/build/t/linux was removed" % tmp_path in out
+    assert not (tmp_path / "root" / "build" / "t" / "linux").exists()
+    assert not (tmp_path / "root" / "build" / "t" / "patched.key").exists()
+    assert tree_digest(src) == before
+
+    # the retry with the series fixed starts from a clean copy and succeeds
+    rc, out = run_role(tmp_path, base_vars(tmp_path, source, series[:1]), tags="kernel_source,kernel_patch")
+    assert rc == 0, out[-3000:]
+    patched = (tmp_path / "root" / "build" / "t" / "linux" / "init" / "main.c").read_text()
+    assert patched.count("good patch was here") == 1 and "bad patch" not in patched
+    assert tree_digest(src) == before
+
+
+@pytest.mark.root
+def test_tarball_with_another_checksum_is_refused_before_extraction(tmp_path):
+    tree = tmp_path / "linux-x"
+    tree.mkdir()
+    (tree / "Makefile").write_text("# not a kernel\n")
+    tarball = tmp_path / "linux-x.tar.xz"
+    with tarfile.open(tarball, "w:xz") as tar:
+        tar.add(tree, arcname="linux-x")
+    real = hashlib.sha256(tarball.read_bytes()).hexdigest()
+    wrong = "0" * 64
+    source = {"type": "tarball", "path": str(tarball), "checksum": "sha256:" + wrong}
+
+    rc, out = run_role(tmp_path, base_vars(tmp_path, source, []), tags="kernel_source")
+
+    assert rc != 0, out[-3000:]
+    assert "tarball %s has sha256 %s, expected %s" % (tarball, real, wrong) in out, out[-3000:]
+    assert "Nothing was extracted" in out
+    assert not [p for p in (tmp_path / "root" / "src").iterdir() if p.name.startswith("tar-")]
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"kernel_config_base": {"type": "oldconfig"}}, "value of type must be one of: running, file, make, got: oldconfig"),
+        ({"kernel_source": {"type": "svn"}}, "value of type must be one of: git, tarball, dir, got: svn"),
+    ],
+)
+def test_unknown_type_is_refused_by_the_argument_specs(override, message, fake_tree, tmp_path):
+    src, _ = fake_tree
+    role_vars = base_vars(tmp_path, {"type": "dir", "path": str(src)}, [], **override)
+    role_vars["kernel_variants"] = [{"name": "t"}]
+
+    rc, out = run_role(tmp_path, role_vars)
+
+    assert rc != 0, out[-3000:]
+    assert message in out, out[-3000:]
+    assert not (tmp_path / "root").exists()
+
+
+@pytest.mark.root
+def test_unknown_type_inside_a_variant_is_refused_before_anything_changes(fake_tree, tmp_path):
+    src, _ = fake_tree
+    role_vars = base_vars(tmp_path, {"type": "dir", "path": str(src)}, [])
+    role_vars["kernel_variants"][0]["config_base"] = {"type": "oldconfig"}
+
+    rc, out = run_role(tmp_path, role_vars)
+
+    assert rc != 0, out[-3000:]
+    assert "variant t: source" in out and "config_base.type is running, file" in out, out[-3000:]
+    assert not (tmp_path / "root").exists()
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not os.path.exists(LINUX_SOURCE), reason=LINUX_SOURCE + " missing: apt-get install linux-source-6.1")
+def test_option_that_does_not_stick_is_named_and_nothing_is_built(tmp_path):
+    """tinyconfig has no MODULES, and 6.1's BPF_JIT depends on MODULES: make olddefconfig drops it."""
+    fragment = tmp_path / "jit.config"
+    fragment.write_text("CONFIG_BPF_SYSCALL=y\nCONFIG_BPF_JIT=y\n# CONFIG_MODULES is not set\n")
+    digest = hashlib.sha256(open(LINUX_SOURCE, "rb").read()).hexdigest()
+    source = {"type": "tarball", "path": LINUX_SOURCE, "checksum": "sha256:" + digest}
+    role_vars = base_vars(tmp_path, source, [], kernel_config_fragments=[str(fragment)])
+
+    rc, out = run_role(tmp_path, role_vars, tags="kernel_source,kernel_patch,kernel_config,kernel_build")
+
+    assert rc != 0, out[-3000:]
+    assert "variant t: 1 requested option(s) did not stick after make olddefconfig: CONFIG_BPF_JIT (asked y, got not set)" in out, (
+        out[-3000:]
+    )
+    assert "Nothing was built" in out
+    build = tmp_path / "root" / "build" / "t"
+    assert not (build / "xdplab-kernel.json").exists()
+    assert not (build / "configured.json").exists()
+    assert not list(build.glob("*.deb"))
+    # what did stick is in the final .config
+    final = (build / "linux" / ".config").read_text()
+    assert "CONFIG_BPF_SYSCALL=y\n" in final and 'CONFIG_LOCALVERSION="-xdplab-t"\n' in final
