@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Bad input to the roles host_tuning and nic gets a clear error naming the culprit before anything changes.
+
+ansible-playbook runs both roles against a real network namespace ``xd-tu-<random>`` (the collection's netns
+connection) holding a veth pair n0/n1 with 4 queues; after each refused run the namespace's sysctl and the veth's
+channels are read back unchanged. The roles' success path (converge, idempotence, drift check) is molecule/tuning.
+"""
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.root
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+
+PLAY = """---
+- name: Tune a namespace
+  hosts: tu
+  gather_facts: false
+  roles:
+    - role: xdplab.testbed.host_tuning
+    - role: xdplab.testbed.nic
+"""
+
+
+def sh(*argv, check=True):
+    return subprocess.run(argv, check=check, capture_output=True, text=True)
+
+
+@pytest.fixture
+def lab(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    ns = f"xd-tu-{secrets.token_hex(3)}"
+    sh("ip", "netns", "add", ns)
+    try:
+        sh("ip", "-n", ns, "link", "add", "n0", "numrxqueues", "4", "numtxqueues", "4", "type", "veth", "peer", "name",
+           "n1", "numrxqueues", "4", "numtxqueues", "4")
+        (tmp_path / "hosts.yml").write_text(json.dumps({"all": {"hosts": {"tu": {
+            "ansible_host": ns, "ansible_connection": "xdplab.testbed.netns",
+            "ansible_python_interpreter": sys.executable}}}}))
+        (tmp_path / "play.yml").write_text(PLAY)
+        yield {"ns": ns, "tmp": tmp_path}
+    finally:
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def state(lab):
+    ratelimit = sh("ip", "netns", "exec", lab["ns"], "sysctl", "-n", "net.ipv4.icmp_ratelimit").stdout.strip()
+    cur = sh("ip", "netns", "exec", lab["ns"], "ethtool", "-l", "n0").stdout.split("Current hardware settings:")[1]
+    return ratelimit, cur.split()
+
+
+def play(lab, extra, *args):
+    res = subprocess.run([PLAYBOOK, *args, "-i", str(lab["tmp"] / "hosts.yml"), str(lab["tmp"] / "play.yml"),
+                          "-e", json.dumps(extra)], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    return res.returncode, " ".join((res.stdout + res.stderr).split())
+
+
+GOOD = {"host_tuning_sysctls": {"net.ipv4.icmp_ratelimit": 0}, "host_tuning_sysctl_persist": False,
+        "nic_unsupported": "skip", "nic_ports": [{"name": "n0", "channels": {"rx": 2, "tx": 2}}]}
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"host_tuning_isolcpus": [0, 64, 99]}, "host_tuning_isolcpus names CPU(s) 64, 99 that do not exist on tu"),
+    ({"host_tuning_governor": "turbo"}, "unknown governor 'turbo' on tu"),
+    ({"host_tuning_sysctls": {"net.ipv4.no_such_key": 1}}, "unknown sysctl(s) net.ipv4.no_such_key on tu"),
+    ({"nic_ports": [{"name": "n0", "pci": "03:00.0"}]}, "needs name (an interface, at most 15 characters); pci as "
+                                                       "domain:bus:device.function like 0000:03:00.0 (got 03:00.0)"),
+    ({"nic_ports": [{"name": "n0", "mac": "02:58:44:54:55"}]}, "mac as a unicast MAC like ec:0d:9a:00:00:01 "
+                                                              "(got 02:58:44:54:55)"),
+    ({"nic_ports": [{"name": "n0", "channels": {"rx": 9}}]}, "n0: channels.rx=9 exceeds the maximum 4 (ethtool -l n0)"),
+    ({"nic_ports": [{"name": "n0", "channels": {"rx": 2}}, {"name": "n1", "channels": {"tx": 5}}]},
+     "n1: channels.tx=5 exceeds the maximum 4"),
+])
+def test_refused_before_any_change(lab, extra, message):
+    before = state(lab)
+    rc, out = play(lab, {**GOOD, **extra})
+    assert rc != 0, out[-3000:]
+    assert message in out, out[-3000:]
+    # host_tuning refuses before its first change; a refused nic run leaves the channels alone
+    if not any(k.startswith("nic_") for k in extra):
+        assert state(lab) == before
+    else:
+        assert state(lab)[1] == before[1]
+
+
+def test_converge_check_mode_and_idempotence(lab):
+    before = state(lab)
+    rc, out = play(lab, GOOD, "--check")
+    assert rc == 0, out[-3000:]
+    assert state(lab) == before
+    rc, out = play(lab, GOOD)
+    assert rc == 0 and "changed=2" in out, out[-3000:]
+    assert state(lab)[0] == "0" and state(lab)[1][:4] == ["RX:", "2", "TX:", "2"]
+    rc, out = play(lab, GOOD)
+    assert rc == 0 and "changed=0" in out, out[-3000:]
