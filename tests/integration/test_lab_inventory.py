@@ -35,19 +35,63 @@ def test_check_mode_plans_the_paper_matrix(tmp_path):
                    "-e", "xdplab_results_dir=%s" % tmp_path)  # fmt: skip
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
-    # 6 DUT cores x 2 touch modes x 3 repetitions, planned and not run
-    assert "36 trial(s) to run" in out
+    # planned and not run: xdp 6 cores x 2 touch modes, dpdk 2 variants x 5 cores, 4 other systems x 6 cores
+    # (paper_drop_vars.yml), x 3 repetitions
+    assert "138 trial(s) to run" in out
     assert "Record the trial" not in out
-    # the T-Rex backend is not there yet: check mode says so instead of hiding it
-    assert re.search(r"a real run would stop here: tg uses generator backend '+trex'+", " ".join(out.split()))
+    # the generator backend trex is registered: no warning that a real run would stop at it
+    assert "a real run would stop here" not in out
     assert not list(tmp_path.rglob("trials.jsonl"))
 
 
 def test_a_real_run_refuses_an_unknown_backend_before_changing_anything(tmp_path):
+    # the lab's own backend (trex) is known, so name one that is not (extra vars win over host_vars)
     res = playbook("-e", "ansible_connection=local", "-e", "ansible_python_interpreter=" + sys.executable,
-                   "-e", "xdplab_results_dir=%s" % tmp_path)  # fmt: skip
+                   "-e", "xdplab_results_dir=%s" % tmp_path, "-e", "xdplab_generator_backend=pktgen")  # fmt: skip
     out = " ".join((res.stdout + res.stderr).split())
     assert res.returncode != 0
-    assert re.search(r"xdplab_generator_backend '+trex'+ is not a backend of xdplab.testbed.traffic_generator", out)
+    assert re.search(r"xdplab_generator_backend '+pktgen'+ is not a backend of xdplab.testbed.traffic_generator", out)
+    assert re.search(r"known: trex, xdp_live", out)
     # it failed in the first play: no testbed play ran
     assert "Build the data-plane programs" not in out
+
+
+TREX_RENDER = """
+- name: Render the lab generator's T-Rex configuration into a temporary directory
+  hosts: tg
+  gather_facts: false
+  roles:
+    - role: xdplab.testbed.trex
+      vars:
+        trex_install: false
+        trex_service: false
+        trex_check_pci: false
+        trex_cfg_path: {d}/trex_cfg.yaml
+        trex_systemd_dir: {d}
+        trex_runner_path: {d}/bin/xdplab-trex-run
+        trex_lib_dir: {d}/trex
+"""
+
+
+@pytest.mark.root
+def test_the_lab_generators_trex_cfg_renders_from_the_inventory(tmp_path):
+    """inventories/lab/group_vars/generators/trex.yml + host_vars -> /etc/trex_cfg.yaml (rendered into tmp_path).
+
+    trex_check_pci is off: this machine has no 0000:03:00.x devices (on the real generator preflight checks them).
+    """
+    import yaml
+
+    play = tmp_path / "render.yml"
+    play.write_text(TREX_RENDER.format(d=tmp_path))
+    res = subprocess.run(
+        [PLAYBOOK, "-i", "inventories/lab", str(play), "-e", "ansible_connection=local",
+         "-e", "ansible_python_interpreter=" + sys.executable, "-e", "ansible_become=false"],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    cfg = yaml.safe_load((tmp_path / "trex_cfg.yaml").read_text())
+    assert cfg[0]["interfaces"] == ["0000:03:00.0", "0000:03:00.1"]
+    assert cfg[0]["port_info"][0] == {"dest_mac": "ec:0d:9a:00:00:01", "src_mac": "ec:0d:9a:00:00:11"}
+    assert cfg[0]["c"] == 6 and cfg[0]["platform"]["dual_if"] == [{"socket": 0, "threads": [2, 3, 4, 5, 6, 7]}]
+    unit = (tmp_path / "trex.service").read_text().splitlines()
+    assert "ExecStart=/opt/trex/v3.04/t-rex-64 -i --cfg %s/trex_cfg.yaml" % tmp_path in unit
