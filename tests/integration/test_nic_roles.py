@@ -102,3 +102,29 @@ def test_converge_check_mode_and_idempotence(lab):
     assert state(lab)[0] == "0" and state(lab)[1][:4] == ["RX:", "2", "TX:", "2"]
     rc, out = play(lab, GOOD)
     assert rc == 0 and "changed=0" in out, out[-3000:]
+
+
+def test_kernel_command_line_through_a_grub_file(lab):
+    # No GRUB on this VM: the role edits a GRUB defaults file in the test's directory and "regenerates" with touch.
+    grub, marker = lab["tmp"] / "grub", lab["tmp"] / "update-grub-ran"
+    grub.write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet isolcpus=3 splash"\nGRUB_CMDLINE_LINUX=""\n')
+    extra = {"host_tuning_isolcpus": [1], "host_tuning_nohz_full": [1], "host_tuning_rcu_nocbs": [0, 1],
+             "host_tuning_grub_file": str(grub), "host_tuning_grub_update_command": ["touch", str(marker)],
+             "nic_ports": []}
+    rc, out = play(lab, extra)
+    assert rc == 0, out[-3000:]
+    assert grub.read_text().splitlines()[1] == \
+        'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash isolcpus=1 nohz_full=1 rcu_nocbs=0,1"'
+    assert marker.exists() and "REBOOT to apply it" in out
+    marker.unlink()
+    rc, out = play(lab, extra)
+    assert rc == 0 and "changed=0" in out and not marker.exists(), out[-3000:]
+    # the running kernel was not booted with it: the drift check names each item
+    res = subprocess.run([PLAYBOOK, "-i", str(lab["tmp"] / "hosts.yml"), os.path.join(ROOT, "playbooks", "drift_check.yml"),
+                          "-e", json.dumps({**extra, "xdplab_drift_hosts": "tu"})], cwd=ROOT, env=ENV,
+                         capture_output=True, text=True, timeout=300)
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode != 0, out[-3000:]
+    assert "tu drifted from its tuning, refusing to measure (3 item(s)): cmdline.isolcpus expected 1, actual absent" \
+        in out, out[-3000:]
+    assert "cmdline.rcu_nocbs expected 0,1, actual absent" in out
