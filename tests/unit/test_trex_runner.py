@@ -307,3 +307,44 @@ def test_backend_trex_start_stop_summary(install, tmp_path):
     assert summary["intervals"] and summary["egress"]["refused"] == 0
     assert summary["command"][:3] == [PYTHON, RUNNER, "run"]
     assert not run_dir.exists()
+
+
+def run_module(args, capsys):
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.xdplab.testbed.plugins.modules import trex_traffic
+
+    with patch_module_args(args), pytest.raises(SystemExit):
+        trex_traffic.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def module_args(install, **over):
+    args = {"trex_dir": install["trex_dir"], "lib_dir": install["lib_dir"], "runner": RUNNER, "python": PYTHON,
+            "check_server": False, "duration": 1.2, "stream_count": 4, "rate_pps": 300000}  # fmt: skip
+    args.update(over)
+    return args
+
+
+def test_module_trex_traffic_runs_and_returns_rates(install, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_TREX_RX", "1")
+    res = run_module(module_args(install, rx_ports=[1], warmup=0.3), capsys)
+    assert not res.get("failed"), res
+    assert res["changed"] and res["stopped_by"] == "duration" and res["version"] == "T-Rex v3.04-fake"
+    assert res["tx_pps"] == pytest.approx(300000, rel=0.1) and res["received"] == pytest.approx(res["sent"] * 0.99, rel=0.01)
+    assert set(res["ports"]) == {"0", "1"} and res["drops"]["not_received"] == res["sent"] - res["received"]
+    assert res["intervals"] and "--mult 300000pps" in " ".join(res["command"])
+
+
+def test_module_check_mode_validates_and_sends_nothing(install, capsys):
+    res = run_module(module_args(install, _ansible_check_mode=True), capsys)
+    assert res["changed"] and "sent" not in res and res["command"][2] == "run"
+    res = run_module(module_args(install, _ansible_check_mode=True, trex_dir="/nonexistent/v3.04"), capsys)
+    assert res["failed"] and "run the role xdplab.testbed.trex" in res["msg"]
+    res = run_module(module_args(install, _ansible_check_mode=True, check_server=True, sync_port=1), capsys)
+    assert res["failed"] and "127.0.0.1:1 is not reachable" in res["msg"]
+
+
+def test_module_reports_a_server_that_does_not_answer(install, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_TREX_DOWN", "1")
+    res = run_module(module_args(install), capsys)
+    assert res["failed"] and "xdplab-trex-run failed (status 3)" in res["msg"] and "Failed to get server response" in res["msg"]
