@@ -19,8 +19,7 @@ description:
     (C(time.monotonic()), CLOCK_MONOTONIC), not over the nominal interval.
   - With O(samples) > 1 it takes O(samples) consecutive intervals and returns the average over the whole window
     (total delta over total time) and every sample.
-  - With O(format_lines=true) it also returns the script's text lines
-    (C(Ethtool(mlx5p1  \) stat:     31064392 (     31,064,392\) <= rx_vport_unicast_packets /sec)).
+  - With O(format_lines=true) it also returns the script's text lines, padded exactly like it (see RV(lines)).
   - A counter that went down between two reads (driver reset) counts from zero.
 attributes:
   check_mode:
@@ -66,8 +65,8 @@ options:
     default: false
   line_style:
     description:
-      - Column widths of RV(lines). V(pl) is the script as published (C(stat: %12d (%15s\))); V(seed002) is the older
-        layout seen in the lab notes of seeds/002 (C(stat: %11d (%12s\))).
+      - Column widths of RV(lines). V(pl) is the script as published, C(printf) widths 12 and 15 for the two numbers;
+        V(seed002) is the older layout seen in the lab notes of seeds/002, widths 11 and 12.
     type: str
     choices: [pl, seed002]
     default: pl
