@@ -327,8 +327,10 @@ def generator_summary(final, intervals, command, params):
         # T-Rex's own worker threads are not ours to list; the ports sent on stand in for them
         "threads": [{"port": int(p), "sent": row.get("opackets", 0)} for p, row in sorted(ports.items()) if int(p) in tx_ports],
         "intervals": intervals,
-        # T-Rex counts what its ports put on the wire (opackets) and what they could not (oerrors)
-        "egress": {"delivered": int(final.get("sent", 0)), "refused": int((final.get("drops") or {}).get("oerrors", 0))},
+        # delivered: what T-Rex's port put on the wire. refused stays unknown: on veth it counts frames the DUT's
+        # ring refused, but a T-Rex port's oerrors are its own TX errors, not the DUT's; the DUT's NIC counters
+        # (rx_discards_phy, rx_out_of_buffer) say whether the DUT dropped. oerrors is kept in trex.drops.
+        "egress": {"delivered": int(final.get("sent", 0)), "refused": None},
         "version": final.get("version", ""),
         "command": command,
         "trex": {k: final[k] for k in TREX_EXTRA if k in final},
