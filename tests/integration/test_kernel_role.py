@@ -26,15 +26,16 @@ Subject: [PATCH 1/2] good
 ---
 --- a/init/main.c
 +++ b/init/main.c
-@@ -2,3 +2,4 @@
+@@ -2,4 +2,5 @@
  line 2
  line 3
 +good patch was here
  line 4
---
+ line 5
+-- %s
 2.39.5
 
-"""
+""" % ""
 BAD_PATCH = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
 From: t <t@example.invalid>
 Date: Mon, 30 Nov 2026 18:00:00 +0000
@@ -43,15 +44,16 @@ Subject: [PATCH 2/2] bad
 ---
 --- a/init/main.c
 +++ b/init/main.c
-@@ -10,3 +10,4 @@
+@@ -10,4 +10,5 @@
  line 10
  this line is not in the tree
 +bad patch
  nor this one
---
+ line 13
+-- %s
 2.39.5
 
-"""
+""" % ""
 
 
 def run_role(tmp_path, role_vars, tags=None):
@@ -132,7 +134,8 @@ def test_patch_that_does_not_apply_is_named_and_the_tree_left_clean(kind, fake_t
     rc, out = run_role(tmp_path, base_vars(tmp_path, source, series), tags="kernel_source,kernel_patch")
 
     assert rc != 0, out[-3000:]
-    assert "variant t: patch 2 of 2 (0002-bad.patch) does not apply" in out, out[-3000:]
+    assert "variant t: patch 2 of 2 (0002-bad.patch) does not apply with " in out, out[-3000:]
+    assert "(applied before it: 0001-good.patch)" in out
     if kind == "git":
         assert "with git am" in out and "patch failed: init/main.c" in out, out[-3000:]
     else:
@@ -209,16 +212,16 @@ def test_option_that_does_not_stick_is_named_and_nothing_is_built(tmp_path):
     """tinyconfig has no MODULES, and 6.1's BPF_JIT depends on MODULES: make olddefconfig drops it."""
     fragment = tmp_path / "jit.config"
     fragment.write_text("CONFIG_BPF_SYSCALL=y\nCONFIG_BPF_JIT=y\n# CONFIG_MODULES is not set\n")
-    digest = hashlib.sha256(open(LINUX_SOURCE, "rb").read()).hexdigest()
+    with open(LINUX_SOURCE, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
     source = {"type": "tarball", "path": LINUX_SOURCE, "checksum": "sha256:" + digest}
     role_vars = base_vars(tmp_path, source, [], kernel_config_fragments=[str(fragment)])
 
     rc, out = run_role(tmp_path, role_vars, tags="kernel_source,kernel_patch,kernel_config,kernel_build")
 
     assert rc != 0, out[-3000:]
-    assert "variant t: 1 requested option(s) did not stick after make olddefconfig: CONFIG_BPF_JIT (asked y, got not set)" in out, (
-        out[-3000:]
-    )
+    message = "variant t: 1 requested option(s) did not stick after make olddefconfig: CONFIG_BPF_JIT (asked y, got not set)"
+    assert message in out, out[-3000:]
     assert "Nothing was built" in out
     build = tmp_path / "root" / "build" / "t"
     assert not (build / "xdplab-kernel.json").exists()
