@@ -56,8 +56,8 @@ Subject: [PATCH 2/2] bad
 """ % ""
 
 
-def run_role(tmp_path, role_vars, tags=None):
-    """Apply the role to localhost with role_vars; return (returncode, output on one line)."""
+def run_role(tmp_path, role_vars, tags=None, tasks_from=None):
+    """Apply the role (or one entry point) to localhost with role_vars; return (returncode, output on one line)."""
     play = [{
         "name": "kernel role under test",
         "hosts": "localhost",
@@ -65,6 +65,13 @@ def run_role(tmp_path, role_vars, tags=None):
         "gather_facts": False,
         "roles": [{"role": "xdplab.testbed.kernel", "vars": role_vars}],
     }]  # fmt: skip
+    if tasks_from:
+        del play[0]["roles"]
+        play[0]["tasks"] = [{
+            "name": "entry point " + tasks_from,
+            "ansible.builtin.include_role": {"name": "xdplab.testbed.kernel", "tasks_from": tasks_from},
+            "vars": role_vars,
+        }]  # fmt: skip
     path = tmp_path / "play.yml"
     path.write_text(json.dumps(play))
     cmd = [PLAYBOOK, "-i", "localhost,", str(path), "-e", "ansible_python_interpreter=" + sys.executable]
@@ -230,3 +237,38 @@ def test_option_that_does_not_stick_is_named_and_nothing_is_built(tmp_path):
     # what did stick is in the final .config
     final = (build / "linux" / ".config").read_text()
     assert "CONFIG_BPF_SYSCALL=y\n" in final and 'CONFIG_LOCALVERSION="-xdplab-t"\n' in final
+
+
+def write_stamp(tmp_path, release, requested):
+    build = tmp_path / "root" / "build" / "baseline"
+    build.mkdir(parents=True)
+    stamp = {"key": "0" * 64, "variant": "baseline", "release": release, "debs": [], "requested": requested}
+    (build / "xdplab-kernel.json").write_text(json.dumps(stamp))
+    return {"kernel_build_root": str(tmp_path / "root"), "kernel_variants": [{"name": "baseline"}]}
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not os.path.exists("/proc/config.gz"), reason="the running kernel has no /proc/config.gz")
+def test_drift_check_against_the_running_kernel(tmp_path):
+    """The verify entry point on this machine's real kernel: its release and config match, or it names the drift."""
+    release = os.uname().release
+    asked = {"CONFIG_BPF_SYSCALL": "y", "CONFIG_XDP_SOCKETS": "y", "CONFIG_XDPLAB_MARKER": "n"}
+    role_vars = write_stamp(tmp_path, release, asked)
+    rc, out = run_role(tmp_path, role_vars, tasks_from="verify")
+    assert rc == 0, out[-3000:]
+    assert "running kernel %s is variant baseline with its 3 requested options" % release in out
+
+    # a kernel that was asked for but is not the one running
+    (tmp_path / "root").rename(tmp_path / "old")
+    role_vars = write_stamp(tmp_path, "6.1.192-xdplab-baseline", {"CONFIG_BPF_SYSCALL": "y"})
+    rc, out = run_role(tmp_path, role_vars, tasks_from="verify")
+    assert rc != 0
+    assert "running kernel %s, expected 6.1.192-xdplab-baseline (variant baseline)" % release in out, out[-3000:]
+
+    # the right release, but its config lacks an option the build asked for
+    (tmp_path / "root").rename(tmp_path / "old2")
+    role_vars = write_stamp(tmp_path, release, {"CONFIG_BPF_SYSCALL": "y", "CONFIG_XDPLAB_MARKER": "y"})
+    rc, out = run_role(tmp_path, role_vars, tasks_from="verify")
+    assert rc != 0
+    message = "running kernel %s differs from its build: CONFIG_XDPLAB_MARKER (asked y, running not set)" % release
+    assert message in out, out[-3000:]
