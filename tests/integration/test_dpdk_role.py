@@ -136,4 +136,4 @@ def test_instruction_set_this_cpu_lacks_is_refused(tmp_path):
         pytest.skip("this CPU has avx512f: every instruction set in the role's table runs here")
     out = run_role({"dpdk_install_method": "source", "dpdk_build_cpu_instruction_set": "icelake-server"}, tmp_path,
                    skip_tags="dpdk_install,dpdk_build,dpdk_hugepages,dpdk_configure")  # fmt: skip
-    assert "-Dcpu_instruction_set=icelake-server needs CPU flags avx512f" in out
+    assert "-Dcpu_instruction_set=icelake-server needs CPU flags avx512f, avx512bw that this CPU lacks" in out, out[-1500:]
