@@ -12,10 +12,12 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
 export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
-.PHONY: paper-drop test lint unit integration molecule bench testbed-down system-deps clean help
+.PHONY: paper-drop paper-drop-cpu site test lint unit integration molecule bench testbed-down system-deps clean help
 
 help:
-	@echo "make paper-drop   run the XDP_DROP experiment on the virtual lab (ARGS='-e ...' to override)"
+	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
+	@echo "make paper-drop-cpu  DUT CPU usage by offered load"
+	@echo "make site         build the testbed from bare machines (INVENTORY=inventories/lab)"
 	@echo "make test         lint + unit + integration + molecule"
 	@echo "make bench        benchmarks (figures in docs/BENCHMARKS.md)"
 	@echo "make testbed-down stop generators, detach programs, remove the virtual lab"
@@ -44,22 +46,34 @@ paper-drop: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_drop.yml $(ARGS)
 	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_drop/*/report.md; do cat "$$f"; echo; echo "($$f, records in $$(dirname $$f)/trials.jsonl)"; done
 
+# the CPU-usage experiment (DUT CPU busy % by offered load), same trap
+paper-drop-cpu: $(VENV)/.run-deps
+	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_drop_cpu.yml $(ARGS)
+	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_drop_cpu/*/report.md; do cat "$$f"; echo; done
+
+# build the testbed (kernel, T-Rex, tuning, bpf/, DPDK) and check it: INVENTORY=inventories/lab
+site: $(VENV)/.run-deps
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/site.yml $(ARGS)
+
 testbed-down: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml
 
 # -- tests ---------------------------------------------------------------------------------------
 # System packages the tests need (clang, bpftool, libbpf, ethtool, ...), installed by the
 # role vlab's install phase, then bpf/ built in the tree.
+# python3-scapy: the T-Rex profiles are built with scapy in the tests (T-Rex ships its own)
 system-deps: $(VENV)/.test-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/vlab.yml --tags vlab_preflight,vlab_install
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-scapy >/dev/null
 	$(MAKE) -C bpf
 
 lint: $(VENV)/.test-deps
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ansible-lint --offline
-	$(ANSIBLE_PLAYBOOK) -i inventories/lab playbooks/paper_drop.yml --syntax-check
-	$(ANSIBLE_PLAYBOOK) -i inventories/vlab playbooks/paper_drop.yml --syntax-check
+	for p in paper_drop paper_drop_cpu site drift_check testbed_up testbed_down; do \
+	  for i in lab vlab; do $(ANSIBLE_PLAYBOOK) -i inventories/$$i playbooks/$$p.yml --syntax-check >/dev/null || exit 1; done; done
 
 unit: $(VENV)/.test-deps
 	$(VENV)/bin/pytest -q tests/unit
@@ -75,6 +89,7 @@ test: lint system-deps
 	$(VENV)/bin/molecule test --all
 
 bench: system-deps
+	$(VENV)/bin/python benchmarks/systems_vs_xdp.py
 	bash benchmarks/bpf_overhead.sh
 	bash benchmarks/generator_ceiling.sh
 	$(VENV)/bin/python benchmarks/stats_accuracy.py

@@ -171,7 +171,7 @@ seealso:
 EXAMPLES = r"""
 - name: Drop rate of DPDK AF_XDP on the virtual lab's DUT veth, scalar code
   xdplab.testbed.testpmd:
-    ports: [net_af_xdp0,iface=dut0,start_queue=0,queue_count=1]
+    ports: ["net_af_xdp0,iface=dut0,start_queue=0,queue_count=1"]
     forward_mode: rxonly
     lcores: [0, 1]
     nb_cores: 1
