@@ -3,9 +3,11 @@ a tarball whose checksum differs, an unknown base config type. Each must fail wi
 culprit, leave the source untouched and build nothing. Runs the real role with ansible-playbook against
 localhost, in a temporary build root (never the default /var/lib/xdplab/kernel, never install/boot)."""
 
+import gzip
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -272,3 +274,23 @@ def test_drift_check_against_the_running_kernel(tmp_path):
     assert rc != 0
     message = "running kernel %s differs from its build: CONFIG_XDPLAB_MARKER (asked y, running not set)" % release
     assert message in out, out[-3000:]
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not os.path.exists("/proc/config.gz"), reason="the running kernel has no /proc/config.gz")
+def test_running_config_base_is_snapshotted_once(fake_tree, tmp_path):
+    """A running-kernel base is copied once, so booting the new kernel later does not change the build key."""
+    src, _ = fake_tree
+    role_vars = base_vars(tmp_path, {"type": "dir", "path": str(src)}, [], kernel_config_base={"type": "running"})
+    snapshot = tmp_path / "root" / "build" / "t" / "running-base.config"
+
+    rc, out = run_role(tmp_path, role_vars, tags="kernel_source")
+    assert rc == 0, out[-3000:]
+    with gzip.open("/proc/config.gz", "rb") as f:
+        assert snapshot.read_bytes() == f.read()
+    first = snapshot.stat().st_mtime_ns
+
+    rc, out = run_role(tmp_path, role_vars, tags="kernel_source")
+    assert rc == 0, out[-3000:]
+    assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\s", out), out[-1500:]
+    assert snapshot.stat().st_mtime_ns == first
