@@ -62,10 +62,13 @@ testbed-down: $(VENV)/.run-deps
 # -- tests ---------------------------------------------------------------------------------------
 # System packages the tests need (clang, bpftool, libbpf, ethtool, ...), installed by the
 # role vlab's install phase, then bpf/ built in the tree.
-# python3-scapy: the T-Rex profiles are built with scapy in the tests (T-Rex ships its own)
+# Test-only Debian packages: python3-scapy (the T-Rex profiles build frames with it; T-Rex ships
+# its own), linux-source-6.1 + busybox-static + qemu-system-x86 + cpio (the kernel role's tests
+# build Debian's kernel source and boot it; molecule/kernel installs them too).
+TEST_PACKAGES := python3-scapy linux-source-6.1 busybox-static qemu-system-x86 cpio
 system-deps: $(VENV)/.test-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/vlab.yml --tags vlab_preflight,vlab_install
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-scapy >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=900 $(TEST_PACKAGES) >/dev/null
 	$(MAKE) -C bpf
 
 lint: $(VENV)/.test-deps
