@@ -128,6 +128,8 @@ static void die(const char *fmt, ...)
 	exit(EXIT_FAILURE);
 }
 
+#include "cli_args.h"
+
 static unsigned long long now_ns(void)
 {
 	struct timespec ts;
@@ -151,40 +153,6 @@ static void usage(FILE *out)
 		"--rate caps the total rate (frames/s, split evenly over the senders;\n"
 		"0 or absent: as fast as possible).\n"
 		"Prints JSON lines: one per second, a summary on exit.\n");
-}
-
-static unsigned long parse_uint(const char *opt, const char *s, unsigned long min,
-				unsigned long max)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-')
-		die("--%s: '%s' is not a number", opt, s);
-	if (v < min || v > max)
-		die("--%s %lu is out of range %lu..%lu", opt, v, min, max);
-	return v;
-}
-
-static void parse_mac(const char *opt, const char *s, __u8 *mac)
-{
-	unsigned int b[ETH_ALEN];
-	char tail;
-	int i;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-		   &b[4], &b[5], &tail) != ETH_ALEN || strlen(s) != 17)
-		die("--%s: '%s' is not a MAC address like 02:00:00:00:00:01", opt, s);
-	for (i = 0; i < ETH_ALEN; i++)
-		mac[i] = b[i];
-}
-
-static void parse_ip(const char *opt, const char *s, struct in_addr *ip)
-{
-	if (inet_pton(AF_INET, s, ip) != 1)
-		die("--%s: '%s' is not an IPv4 address like 10.0.0.1", opt, s);
 }
 
 static void parse_cpus(const char *s, struct config *cfg)

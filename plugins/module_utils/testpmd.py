@@ -20,6 +20,9 @@ import signal
 import subprocess
 import time
 
+# a process is ours when its start time matches the one recorded (pids are recycled)
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import proc_start_time
+
 FORWARD_MODES = ("rxonly", "txonly", "io", "mac", "macswap")
 RSS_FLAGS = {"udp": "--rss-udp", "ip": "--rss-ip", "none": "--disable-rss"}
 SIMD_BITWIDTHS = (64, 128, 256, 512)
@@ -506,17 +509,6 @@ def _fwd_rxq(first, last, seconds, lcore_of):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def proc_start_time(pid):
-    """Start time of a process in clock ticks since boot, or None if it is gone (or a zombie)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            data = f.read()
-    except OSError:
-        return None
-    rest = data.rsplit(")", 1)[1].split()
-    if rest[0] == "Z":
-        return None
-    return int(rest[19])
 
 
 class RunFiles:

@@ -22,7 +22,7 @@ class GeneratorError(Exception):
     """A generator could not be started, queried or stopped; the message says what to do."""
 
 
-def _proc_start_time(pid):
+def proc_start_time(pid):
     """Start time of a process in clock ticks since boot, or None if it is gone."""
     try:
         with open("/proc/%d/stat" % pid) as f:
@@ -73,7 +73,7 @@ class ProcessRun:
         state = state if state is not None else self.load_state()
         if not state:
             return False
-        return _proc_start_time(state["pid"]) == state["start_time"]
+        return proc_start_time(state["pid"]) == state["start_time"]
 
     def spawn(self, command, params, settle=0.5):
         os.makedirs(self.run_dir, exist_ok=True)
@@ -95,7 +95,7 @@ class ProcessRun:
             if proc.poll() is not None:
                 break
             if state["start_time"] is None:
-                state["start_time"] = _proc_start_time(proc.pid)
+                state["start_time"] = proc_start_time(proc.pid)
             time.sleep(0.05)
         rc = proc.poll()
         if rc is not None and rc != 0:
@@ -103,7 +103,7 @@ class ProcessRun:
                 "%s exited with status %d at start: %s" % (command[0], rc, self.read_err().strip() or "(no message)")
             )
         if state["start_time"] is None:
-            state["start_time"] = _proc_start_time(proc.pid)
+            state["start_time"] = proc_start_time(proc.pid)
         tmp = self.state_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(state, f)
@@ -121,12 +121,12 @@ class ProcessRun:
         self._signal(pid, signal.SIGINT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if _proc_start_time(pid) != state["start_time"]:
+            if proc_start_time(pid) != state["start_time"]:
                 return True
             time.sleep(0.05)
         self._signal(pid, signal.SIGKILL)
         for _ in range(100):
-            if _proc_start_time(pid) != state["start_time"]:
+            if proc_start_time(pid) != state["start_time"]:
                 break
             time.sleep(0.05)
         return True
