@@ -11,7 +11,6 @@ process, no kernel) except ``check_target``, which reads sysfs.
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import re
 
@@ -196,18 +195,6 @@ def run_duration(p):
 
 
 # -- output -----------------------------------------------------------------------------------------------------
-def parse_lines(text):
-    """JSON objects of the program's stdout, in order; other lines and a line cut by a kill are skipped."""
-    records = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            continue
-    return records
 
 
 def of_type(records, kind):

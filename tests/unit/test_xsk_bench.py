@@ -11,6 +11,7 @@ import os
 import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.xdplab.testbed.plugins.module_utils import xsk
+from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import json_records
 from ansible_collections.xdplab.testbed.plugins.modules import xsk_bench
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "xsk_bench")
@@ -18,7 +19,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", 
 
 def records(name):
     with open(os.path.join(FIXTURES, name)) as f:
-        return xsk.parse_lines(f.read())
+        return json_records(f.read())
 
 
 def params(**over):
@@ -40,7 +41,7 @@ TXPUSH = {"mode": "txpush", "dst_mac": "02:00:00:00:00:01", "src_ip": "10.0.0.2"
 # -- parsing ---------------------------------------------------------------------------------------------------
 def test_parse_lines_skips_noise_and_a_cut_line():
     text = 'libbpf: warning\n{"type":"start","mono":1.0}\n\n{"type":"interval","mono":2.0,"rx"'
-    assert xsk.parse_lines(text) == [{"type": "start", "mono": 1.0}]
+    assert json_records(text) == [{"type": "start", "mono": 1.0}]
 
 
 def test_fixture_record_types_in_order():

@@ -18,6 +18,20 @@ import subprocess
 import time
 
 
+def json_records(text):
+    """The JSON objects of a program's stdout, in order; other lines and a line cut by a kill are skipped."""
+    records = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
 class GeneratorError(Exception):
     """A generator could not be started, queried or stopped; the message says what to do."""
 
@@ -158,17 +172,8 @@ class ProcessRun:
 
     def json_lines(self):
         """Every JSON object the process printed, in order; other lines are ignored."""
-        records = []
         try:
             with open(self.out_path, errors="replace") as f:
-                for line in f:
-                    line = line.strip()
-                    if not line.startswith("{"):
-                        continue
-                    try:
-                        records.append(json.loads(line))
-                    except ValueError:
-                        continue  # a line cut by SIGKILL
+                return json_records(f.read())
         except FileNotFoundError:
-            pass
-        return records
+            return []
