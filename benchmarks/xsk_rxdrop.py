@@ -39,7 +39,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
-from ansible_collections.xdplab.testbed.plugins.module_utils import xsk
+from ansible_collections.xdplab.testbed.plugins.module_utils import _xsk as xsk
 
 TG_MAC, DUT_MAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
 TG_IP, DUT_IP = "10.203.0.1", "10.203.0.2"

@@ -9,8 +9,8 @@ import itertools
 import json
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators import backend_names
-from ansible_collections.xdplab.testbed.plugins.module_utils.report import (
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators import backend_names
+from ansible_collections.xdplab.testbed.plugins.module_utils._report import (
     GENERATOR_LIMITED,
     KEPT_UP_SHARE,
     limit_of,

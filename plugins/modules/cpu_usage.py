@@ -151,7 +151,7 @@ cpus:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import cpustat
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpustat as cpustat
 
 
 class CpuUsage:

@@ -155,7 +155,7 @@ import re
 from time import monotonic, sleep
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 
 
 class EthtoolStats:

@@ -216,8 +216,8 @@ skipped_lines:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import figures as figs
-from ansible_collections.xdplab.testbed.plugins.module_utils import report
+from ansible_collections.xdplab.testbed.plugins.module_utils import _figures as figs
+from ansible_collections.xdplab.testbed.plugins.module_utils import _report as report
 
 
 class ExperimentReport:

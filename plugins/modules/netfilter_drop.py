@@ -162,7 +162,7 @@ match:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import netfilter
+from ansible_collections.xdplab.testbed.plugins.module_utils import _netfilter as netfilter
 
 
 class NetfilterDrop:

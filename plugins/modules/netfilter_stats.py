@@ -163,7 +163,7 @@ interface:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool, netfilter
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool, _netfilter as netfilter
 
 SOFTNET = "/proc/net/softnet_stat"
 CONNTRACK_COUNT = "/proc/sys/net/netfilter/nf_conntrack_count"

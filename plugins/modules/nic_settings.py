@@ -258,7 +258,7 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 
 _MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}$")
 _RING_KEYS = {"rx": "rx", "tx": "tx", "rx_mini": "rx mini", "rx_jumbo": "rx jumbo"}

@@ -106,7 +106,7 @@ import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool, libbpf
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool, _libbpf as libbpf
 
 GIT_SUFFIX = re.compile(r"-g([0-9a-f]{7,40})(?:[-+].*|\+)?$")
 VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")

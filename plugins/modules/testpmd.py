@@ -323,8 +323,8 @@ import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool
-from ansible_collections.xdplab.testbed.plugins.module_utils import testpmd as tp
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _testpmd as tp
 
 
 class Testpmd:

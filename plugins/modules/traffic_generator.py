@@ -214,8 +214,8 @@ summary:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators import GeneratorError, backend_for
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import ProcessRun
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators import GeneratorError, backend_for
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import ProcessRun
 
 
 class TrafficGenerator:

@@ -250,9 +250,9 @@ stopped_by:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import trex
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import GeneratorError
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.trex import TrexGenerator
+from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.trex import TrexGenerator
 
 BACKEND_KEYS = ("trex_dir", "runner", "lib_dir", "python", "server", "sync_port", "async_port", "port", "rx_ports",
                 "profile", "tunables", "mult", "latency", "latency_pps", "pg_id", "percentiles", "check_server")  # fmt: skip

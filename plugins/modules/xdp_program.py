@@ -166,7 +166,7 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import libbpf
+from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf
 
 KERNEL_NAME_LEN = libbpf.BPF_OBJ_NAME_LEN - 1
 

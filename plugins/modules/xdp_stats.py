@@ -210,7 +210,7 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool, libbpf, xdp_counters
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool, _libbpf as libbpf, _xdp_counters as xdp_counters
 
 
 class XdpStats:

@@ -304,8 +304,8 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool, libbpf, xsk
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import GeneratorError, ProcessRun
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool, _libbpf as libbpf, _xsk as xsk
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, ProcessRun
 
 POLL_S = 0.2
 

@@ -284,7 +284,7 @@ def test_absent_stops_a_leftover_run(lab):
     argv[argv.index("--duration") + 1] = "0"
     env = dict(os.environ, PYTHONPATH=COLLECTIONS)
     script = (
-        "import sys; from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import ProcessRun; "
+        "import sys; from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import ProcessRun; "
         "r = ProcessRun(sys.argv[1], 'xsk_bench'); r.backend = 'xsk_bench'; r.spawn(sys.argv[2:], {})"
     )
     sh("ip", "netns", "exec", lab.dut, sys.executable, "-c", script, lab.run_dir, *argv, env=env)

@@ -6,7 +6,7 @@ import os
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import cpustat
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpustat as cpustat
 from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "proc_stat")

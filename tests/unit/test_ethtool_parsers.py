@@ -2,7 +2,7 @@
 import os
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 

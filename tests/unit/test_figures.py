@@ -1,4 +1,4 @@
-"""The paper's figures from trial records (plugins/module_utils/figures.py, experiment_report's figures option).
+"""The paper's figures from trial records (plugins/module_utils/_figures.py, experiment_report's figures option).
 
 The records are fixtures (tests/unit/fixtures/report, see make_fixtures.py): real records of the virtual
 lab with the systems, cores, loads and rates varied. Rendering runs the real gnuplot (Debian gnuplot-nox);
@@ -13,7 +13,7 @@ import zlib
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import figures, report
+from ansible_collections.xdplab.testbed.plugins.module_utils import _figures as figures, _report as report
 from ansible_collections.xdplab.testbed.plugins.modules import experiment_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -6,9 +6,9 @@ import sys
 import textwrap
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators import GeneratorError, backend_for
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import ProcessRun
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.xdp_live import pick_sender_cpus
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators import GeneratorError, backend_for
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import ProcessRun
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.xdp_live import pick_sender_cpus
 
 
 def test_one_sender_per_queue_on_a_cpu_of_matching_residue():
@@ -108,7 +108,7 @@ def test_remove_deletes_the_run_and_an_empty_run_dir(tmp_path, fake):
 
 
 def _xdp_live(tmp_path, **over):
-    from ansible_collections.xdplab.testbed.plugins.module_utils.generators.xdp_live import XdpLiveGenerator
+    from ansible_collections.xdplab.testbed.plugins.module_utils._generators.xdp_live import XdpLiveGenerator
 
     params = dict(run_dir=str(tmp_path), name="t", interface="lo", src_mac="02:00:00:00:00:01",
                   dst_mac="02:00:00:00:00:02", src_ip="10.0.0.1", dst_ip="10.0.0.2", packet_len=64,

@@ -8,7 +8,7 @@ import os
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool, netfilter
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool, _netfilter as netfilter
 from ansible_collections.xdplab.testbed.plugins.modules import netfilter_drop, netfilter_stats
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "netfilter")

@@ -10,7 +10,7 @@ import os
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 from ansible_collections.xdplab.testbed.plugins.modules import nic_settings
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "ethtool")

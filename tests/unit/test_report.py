@@ -1,4 +1,4 @@
-"""Report tables from trial records (plugins/module_utils/report.py)."""
+"""Report tables from trial records (plugins/module_utils/_report.py)."""
 
 import csv
 import io
@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import report
+from ansible_collections.xdplab.testbed.plugins.module_utils import _report as report
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "reference", "drop_vs_cores.csv")
 

@@ -8,8 +8,8 @@ import os
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool
-from ansible_collections.xdplab.testbed.plugins.module_utils import testpmd as tp
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _testpmd as tp
 from ansible_collections.xdplab.testbed.plugins.modules import testpmd as module
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "testpmd")

@@ -9,9 +9,9 @@ import os
 import socket
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import trex
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators import BACKENDS, GeneratorError, backend_names
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.trex import OPTIONS, TrexGenerator, options, port_for
+from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators import BACKENDS, GeneratorError, backend_names
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.trex import OPTIONS, TrexGenerator, options, port_for
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "trex")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

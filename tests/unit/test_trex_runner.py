@@ -3,7 +3,7 @@
 No T-Rex server can run here, so tests/unit/fixtures/trex/fake_trex stands in for trex.stl.api (a fake
 STLClient whose counters grow at the multiplier's rate). What runs for real: the runner script (argument
 handling, warm-up, interval sampling, SIGINT, the summary), the statistics code it imports from
-plugins/module_utils/trex.py, the profiles building frames with the real scapy, and the generator backend
+plugins/module_utils/_trex.py, the profiles building frames with the real scapy, and the generator backend
 `trex` spawning and stopping the runner through ProcessRun. Needs /usr/bin/python3 with scapy (Debian
 python3-scapy); T-Rex bundles its own scapy.
 """
@@ -16,7 +16,7 @@ import subprocess
 import time
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators import backend_for
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators import backend_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FILES = os.path.join(ROOT, "roles", "trex", "files")
@@ -42,7 +42,7 @@ def install(tmp_path):
     (trex_dir / "t-rex-64").write_text("#!/bin/sh\nexit 1\n")
     lib = tmp_path / "lib" / "trex"
     shutil.copytree(os.path.join(FILES, "profiles"), lib / "profiles")
-    shutil.copy(os.path.join(ROOT, "plugins", "module_utils", "trex.py"), lib / "xdplab_trex.py")
+    shutil.copy(os.path.join(ROOT, "plugins", "module_utils", "_trex.py"), lib / "xdplab_trex.py")
     return {"trex_dir": str(trex_dir), "lib_dir": str(lib), "tmp": tmp_path}
 
 

@@ -5,7 +5,7 @@ import os
 import re
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import xdp_counters as xc
+from ansible_collections.xdplab.testbed.plugins.module_utils import _xdp_counters as xc
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 

@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import libbpf
+from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf
 from ansible_collections.xdplab.testbed.plugins.modules import xdp_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -5,7 +5,7 @@ import json
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import libbpf, xdp_counters
+from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf, _xdp_counters as xdp_counters
 from ansible_collections.xdplab.testbed.plugins.modules import xdp_stats
 
 

@@ -10,8 +10,8 @@ import os
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import xsk
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import json_records
+from ansible_collections.xdplab.testbed.plugins.module_utils import _xsk as xsk
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import json_records
 from ansible_collections.xdplab.testbed.plugins.modules import xsk_bench
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "xsk_bench")

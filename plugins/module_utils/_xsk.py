@@ -14,7 +14,7 @@ import ipaddress
 import os
 import re
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.ethtool import parse_cpu_list
+from ansible_collections.xdplab.testbed.plugins.module_utils._ethtool import parse_cpu_list
 
 DEFAULT_BINARY = "/usr/local/lib/xdplab/bin/xdplab-xsk-bench"
 BENCH_MODES = ("rxdrop", "txpush", "l2fwd")

@@ -20,8 +20,8 @@ import ipaddress
 import os
 import re
 
-from ansible_collections.xdplab.testbed.plugins.module_utils import trex
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import GeneratorError, ProcessRun
+from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, ProcessRun
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 MIN_PACKET_LEN = 64

@@ -21,7 +21,7 @@ import subprocess
 import time
 
 # a process is ours when its start time matches the one recorded (pids are recycled)
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import proc_start_time
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import proc_start_time
 
 FORWARD_MODES = ("rxonly", "txonly", "io", "mac", "macswap")
 RSS_FLAGS = {"udp": "--rss-udp", "ip": "--rss-ip", "none": "--disable-rss"}

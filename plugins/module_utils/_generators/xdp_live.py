@@ -14,8 +14,8 @@ import ipaddress
 import os
 import re
 
-from ansible_collections.xdplab.testbed.plugins.module_utils import ethtool
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import GeneratorError, ProcessRun
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, ProcessRun
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 MIN_PACKET_LEN = 64

@@ -19,7 +19,7 @@ import os
 import re
 import statistics
 
-from ansible_collections.xdplab.testbed.plugins.module_utils import report
+from ansible_collections.xdplab.testbed.plugins.module_utils import _report as report
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 DEFAULT_SIZE = (1400, 900)

@@ -17,9 +17,9 @@ the xdp_live backend runs on the virtual lab, T-Rex joins on hardware.
 
 from __future__ import annotations
 
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.base import GeneratorError
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.trex import TrexGenerator
-from ansible_collections.xdplab.testbed.plugins.module_utils.generators.xdp_live import XdpLiveGenerator
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.trex import TrexGenerator
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.xdp_live import XdpLiveGenerator
 
 BACKENDS = {
     XdpLiveGenerator.name: XdpLiveGenerator,

@@ -1,0 +1,195 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one measurement contract of every measuring module.
+
+A measuring module (xdp_stats, netfilter_stats, testpmd, xsk_bench, cpu_usage, ethtool_stats,
+the generator's receive side) does two things only:
+
+1. it reads a snapshot of its counters, and lets ``Sampler`` decide *when*: a warm-up, then
+   ``samples + 1`` snapshots on an absolute schedule (``start + i * interval``) so sampling never
+   drifts, every timestamp on CLOCK_MONOTONIC (the clock the generator's records carry);
+2. it returns ``measurement(...)``: one shape, documented once in the doc fragment
+   ``xdplab.testbed.measurement`` and in docs/ARCHITECTURE.md (Contract "measurement").
+
+Shape (keys always present; lists may be empty, numbers may be None where a source cannot know):
+
+    pps            float  packets per second over the whole window
+    packets        int    packets counted in the window (None when the source gives rates only)
+    ns_per_packet  float  1e9 / pps (None without traffic)
+    per_cpu        list   [{cpu, pps}] CPUs with traffic
+    per_rxq        list   [{queue, pps[, cpus]}] RX queues with traffic
+    samples        list   [{t, seconds, packets, pps}] one per interval, t from the window start
+    spread         dict   how stable the samples were: {min_pps, max_pps, stdev_pps, cv}
+    queue_spread   float  busiest RX queue / mean of the queues with traffic (None: one queue or none)
+    imbalance      dict   verdict on the active CPUs and queues (see _xdp_counters.imbalance), or None
+    window         dict   {start, end, seconds, clock: "CLOCK_MONOTONIC"}
+    source         dict   {kind, at, ...}: what counted; kind e.g. program_map, driver_counters,
+                          netfilter_rule, testpmd, xsk_bench, generator_rx, proc_stat, schedstat;
+                          at: "dut" (the DUT counted) or "generator_rx" (counted where packets came back)
+    details        dict   what only this source knows (testpmd ports, conntrack count, ethtool rates, ...)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+CLOCK = "CLOCK_MONOTONIC"
+AT_DUT = "dut"
+AT_GENERATOR_RX = "generator_rx"
+MEASUREMENT_KEYS = (
+    "pps",
+    "packets",
+    "ns_per_packet",
+    "per_cpu",
+    "per_rxq",
+    "samples",
+    "spread",
+    "queue_spread",
+    "imbalance",
+    "window",
+    "source",
+    "details",
+)
+# the sampling options every measuring module takes (doc fragment xdplab.testbed.sampling)
+SAMPLING_ARGUMENT_SPEC = {
+    "warmup": {"type": "float", "default": 0.0},
+    "interval": {"type": "float", "default": 1.0},
+    "samples": {"type": "int", "default": 3},
+}
+
+
+class SamplingError(ValueError):
+    """The sampling options are out of range; the message names the option."""
+
+
+class Sampler:
+    """Warm-up, then samples + 1 snapshots every interval seconds on an absolute schedule.
+
+    ``read()`` returns one snapshot of the counters (any object). ``run(read)`` returns
+    ``[(t_monotonic, snapshot), ...]``: the first is the window's start, the last its end.
+    ``clock`` and ``sleep`` are injectable so that tests need not wait.
+    """
+
+    def __init__(self, warmup=0.0, interval=1.0, samples=3, clock=time.monotonic, sleep=time.sleep):
+        self.warmup, self.interval, self.samples = float(warmup), float(interval), int(samples)
+        self.clock, self.sleep = clock, sleep
+        self.validate()
+
+    @classmethod
+    def from_params(cls, params, **kw):
+        """A Sampler from a module's params (the keys of SAMPLING_ARGUMENT_SPEC)."""
+        return cls(params["warmup"], params["interval"], params["samples"], **kw)
+
+    def validate(self):
+        if not self.interval > 0:
+            raise SamplingError(f"interval must be a positive number of seconds, got {self.interval}")
+        if self.warmup < 0:
+            raise SamplingError(f"warmup must be zero or more seconds, got {self.warmup}")
+        if self.samples < 1:
+            raise SamplingError(f"samples must be at least 1, got {self.samples}")
+
+    @property
+    def seconds(self):
+        """How long run() takes: warm-up plus the window."""
+        return self.warmup + self.interval * self.samples
+
+    def wait_until(self, deadline):
+        delay = deadline - self.clock()
+        if delay > 0:
+            self.sleep(delay)
+
+    def run(self, read, before_window=None):
+        """Snapshots on the schedule. before_window(): called once after the warm-up (e.g. an ethtool read)."""
+        if self.warmup > 0:
+            self.sleep(self.warmup)
+        if before_window is not None:
+            before_window()
+        snaps = [(self.clock(), read())]
+        start = snaps[0][0]
+        for i in range(1, self.samples + 1):
+            self.wait_until(start + i * self.interval)
+            snaps.append((self.clock(), read()))
+        return snaps
+
+
+def window_of(t_start, t_end):
+    return {"start": t_start, "end": t_end, "seconds": round(t_end - t_start, 6), "clock": CLOCK}
+
+
+def samples_from_counts(snaps, count):
+    """Per-interval samples from ``[(t, snapshot)]`` and ``count(snapshot) -> cumulative packets``."""
+    out = []
+    t0 = snaps[0][0]
+    for (ta, sa), (tb, sb) in zip(snaps, snaps[1:]):
+        packets = count(sb) - count(sa)
+        seconds = tb - ta
+        out.append(
+            {
+                "t": round(tb - t0, 6),
+                "seconds": round(seconds, 6),
+                "packets": packets,
+                "pps": packets / seconds if seconds > 0 else 0.0,
+            }
+        )
+    return out
+
+
+def sample_spread(samples):
+    """How stable the per-interval rates were."""
+    rates = [float(s["pps"]) for s in samples if s.get("pps") is not None]
+    if not rates:
+        return {"min_pps": None, "max_pps": None, "stdev_pps": None, "cv": None}
+    mean = statistics.fmean(rates)
+    stdev = statistics.stdev(rates) if len(rates) > 1 else 0.0
+    return {
+        "min_pps": min(rates),
+        "max_pps": max(rates),
+        "stdev_pps": stdev,
+        "cv": (stdev / mean) if mean > 0 else None,
+    }
+
+
+def queue_spread(per_rxq):
+    """Busiest RX queue over the mean of the queues with traffic; None with fewer than one queue of traffic."""
+    rates = [float(q["pps"]) for q in per_rxq or () if q.get("pps")]
+    if not rates:
+        return None
+    return max(rates) / (sum(rates) / len(rates))
+
+
+def measurement(
+    pps,
+    window,
+    source,
+    *,
+    packets=None,
+    per_cpu=None,
+    per_rxq=None,
+    samples=None,
+    imbalance=None,
+    details=None,
+):
+    """The one measurement shape (see the module docstring). ``window``: a dict from window_of()."""
+    pps = float(pps or 0.0)
+    if math.isnan(pps) or pps < 0:
+        raise ValueError(f"a measured rate must be a non-negative number, got {pps}")
+    if "kind" not in source or "at" not in source:
+        raise ValueError("a measurement's source names its kind and where it counted (at: dut or generator_rx)")
+    samples = list(samples or [])
+    per_rxq = list(per_rxq or [])
+    return {
+        "pps": pps,
+        "packets": packets,
+        "ns_per_packet": (1e9 / pps) if pps > 0 else None,
+        "per_cpu": list(per_cpu or []),
+        "per_rxq": per_rxq,
+        "samples": samples,
+        "spread": sample_spread(samples),
+        "queue_spread": queue_spread(per_rxq),
+        "imbalance": imbalance,
+        "window": window,
+        "source": dict(source),
+        "details": dict(details or {}),
+    }
