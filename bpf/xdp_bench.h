@@ -14,6 +14,14 @@ enum touch_mode {
 	TOUCH_SWAPMAC = 2, /* swap source and destination MAC (for XDP_TX) */
 };
 
+/* Who counts the packets (.rodata count_mode). */
+enum count_mode {
+	COUNT_PROGRAM = 0, /* the program counts into rxq_stats (per CPU, per RX queue) */
+	COUNT_DRIVER = 1,  /* the program counts nothing: read the driver's own XDP
+			    * counters (veth rx_queue_N_xdp_drops, mlx5 rxN_xdp_drop);
+			    * the verifier removes the rxq_stats access entirely */
+};
+
 /* rx_queue_index values >= MAX_RXQ are counted in key MAX_RXQ. */
 #define MAX_RXQ 64
 #define RXQ_STATS_ENTRIES (MAX_RXQ + 1)

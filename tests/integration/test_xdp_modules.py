@@ -149,7 +149,7 @@ def test_attach_idempotent_replace_detach(lab):
     first_id = res["id"]
     assert lab.link_xdp() == (first_id, res["tag"], 1)  # 1 = XDP_ATTACHED_DRV
     assert res["ifindex"] == int(sh("ip", "netns", "exec", lab.dut_ns, "cat", "/sys/class/net/dut0/ifindex").stdout)
-    assert res["variables"] == {"touch_mode": 0, "redirect_ifindex": 0}
+    assert res["variables"] == {"touch_mode": 0, "redirect_ifindex": 0, "count_mode": 0}
     assert len(res["object_sha256"]) == 64
 
     # idempotent: same name, mode, .rodata and object checksum

@@ -112,8 +112,8 @@ class FakeKernel:
         monkeypatch.setattr(libbpf, "xdp_detach", no_attach)
 
 
-def rodata(touch_mode, redirect_ifindex=0):
-    return touch_mode.to_bytes(4, "little") + redirect_ifindex.to_bytes(4, "little")
+def rodata(touch_mode, redirect_ifindex=0, count_mode=0):
+    return b"".join(v.to_bytes(4, "little") for v in (touch_mode, redirect_ifindex, count_mode))
 
 
 def test_same_program_is_not_changed(bench_object, tmp_path, monkeypatch, capsys):
@@ -128,7 +128,7 @@ def test_same_program_is_not_changed(bench_object, tmp_path, monkeypatch, capsys
     res = run_module(xdp_program.main, args, capsys)
     assert res["changed"] is False, res
     assert res["id"] == 42 and res["object_sha256"] == sha
-    assert res["variables"] == {"touch_mode": 1, "redirect_ifindex": 0}
+    assert res["variables"] == {"touch_mode": 1, "redirect_ifindex": 0, "count_mode": 0}
 
     # another value of a .rodata variable: a change, reported in check mode without touching the kernel
     args.update(variables={"touch_mode": 2}, _ansible_check_mode=True, _ansible_diff=True)
