@@ -13,6 +13,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.join(ROOT, "plugins", "modules", "vlab_topology.py")
+# the module imports its spec and netlink code from module_utils (ansible_collections.xdplab.testbed)
+ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "collections"))
 
 pytestmark = [
     pytest.mark.root,
@@ -37,7 +39,8 @@ def run_module(tmp_path, args, check_mode=False):
         data["_ansible_check_mode"] = True
     path = tmp_path / "args.json"
     path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": data}))
-    done = subprocess.run([sys.executable, MODULE, str(path)], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, MODULE, str(path)], capture_output=True, text=True, env=ENV)
+    assert done.stdout, done.stderr
     return json.loads(done.stdout)
 
 

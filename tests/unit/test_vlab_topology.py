@@ -1,10 +1,13 @@
-"""Unit tests for xdplab.testbed.vlab_topology (validation, NAPI mapping, netlink encoding) and the netaddr_checks filters."""
+"""Unit tests for vlab_topology: its spec (_vlab_spec), NAPI mapping and netlink encoding (_vlab_netlink), the filters."""
 
 import struct
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.filter import netaddr_checks
-from ansible_collections.xdplab.testbed.plugins.modules import vlab_topology as vt
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpus
+from ansible_collections.xdplab.testbed.plugins.module_utils import _vlab_netlink as nl
+from ansible_collections.xdplab.testbed.plugins.module_utils import _vlab_spec as vt
+from ansible_collections.xdplab.testbed.plugins.modules import vlab_topology
 
 ONLINE = [0, 1]
 
@@ -52,7 +55,7 @@ def test_normalize_spec_defaults_and_derived_values():
         ("address", "198.18.0.2/x", r"ends\[1\]\.address: malformed prefix length 'x'"),
         ("address", "198.18.0.0/30", r"network or broadcast address"),
         ("address", "1.2.3/24", r"malformed IPv4 address '1.2.3'"),
-        ("napi_cpus", [0, 7], r"ends\[1\]\.napi_cpus\[1\]: CPU 7 is not online on this machine \(online: 0,1\)"),
+        ("napi_cpus", [0, 7], r"ends\[1\]\.napi_cpus\[1\]: CPU 7 is not online on this machine \(online: 0-1\)"),
         ("queues", 0, r"ends\[1\]\.queues: 0 is out of range"),
         ("mtu", 20, r"ends\[1\]\.mtu: 20 is out of range 68\.\.65535"),
         ("interface", "a-very-long-interface-name", r"ends\[1\]\.interface: invalid name"),
@@ -91,32 +94,32 @@ def test_neighbor_validation():
 
 
 def test_parse_cpu_list_and_round_robin():
-    assert vt.parse_cpu_list("0-3,5,7-8\n") == [0, 1, 2, 3, 5, 7, 8]
-    assert vt.parse_cpu_list("0") == [0]
+    assert _cpus.parse_cpu_list("0-3,5,7-8\n") == [0, 1, 2, 3, 5, 7, 8]
+    assert _cpus.parse_cpu_list("0") == [0]
     assert [vt.napi_cpu_for_queue(q, [2, 3]) for q in range(5)] == [2, 3, 2, 3, 2]
 
 
 def test_map_queues_uses_reported_napi_ids():
-    got = vt.map_queues_to_napi([(1, 11), (0, 10)], {10: 100, 11: 101})
+    got = nl.map_queues_to_napi([(1, 11), (0, 10)], {10: 100, 11: 101})
     assert got == [{"queue": 0, "napi_id": 10, "pid": 100}, {"queue": 1, "napi_id": 11, "pid": 101}]
 
 
 def test_map_queues_veth_without_queue_napi_ids_sorts_napi_ids():
     # veth does not report a queue's NAPI id: the q-th smallest NAPI id is RX queue q
-    got = vt.map_queues_to_napi([(0, None), (1, None)], {283: 7, 282: 8})
+    got = nl.map_queues_to_napi([(0, None), (1, None)], {283: 7, 282: 8})
     assert got == [{"queue": 0, "napi_id": 282, "pid": 8}, {"queue": 1, "napi_id": 283, "pid": 7}]
 
 
 def test_map_queues_without_napi_gives_no_pid():
-    got = vt.map_queues_to_napi([(0, None), (1, None)], {})
+    got = nl.map_queues_to_napi([(0, None), (1, None)], {})
     assert all(q["pid"] is None and q["napi_id"] is None for q in got)
 
 
 def test_netlink_attribute_roundtrip_and_padding():
-    data = vt.nl_attr(2, b"abc") + vt.nl_attr(4, struct.pack("=I", 42))
-    assert len(vt.nl_attr(2, b"abc")) == 8  # 4 header + 3 payload + 1 pad
-    attrs = vt.nl_parse_attrs(data)
-    assert attrs[2] == b"abc" and vt.nl_u32(attrs, 4) == 42 and vt.nl_u32(attrs, 9) is None
+    data = nl.nl_attr(2, b"abc") + nl.nl_attr(4, struct.pack("=I", 42))
+    assert len(nl.nl_attr(2, b"abc")) == 8  # 4 header + 3 payload + 1 pad
+    attrs = nl.nl_parse_attrs(data)
+    assert attrs[2] == b"abc" and nl.nl_u32(attrs, 4) == 42 and nl.nl_u32(attrs, 9) is None
 
 
 def test_filters():
@@ -132,3 +135,18 @@ def test_filters():
     assert not netaddr_checks.valid_ipv4_interface("198.18.0.1/40")
     assert netaddr_checks.cpu_list("0-2,4\n") == [0, 1, 2, 4]
     assert set(netaddr_checks.FilterModule().filters()) == {"cpu_list", "valid_mac", "valid_ipv4", "valid_ipv4_interface"}
+
+
+def test_the_module_uses_the_split_spec_and_netlink_code():
+    # one copy of each: the module converges, _vlab_spec validates, _vlab_netlink talks to the kernel
+    assert vlab_topology.normalize_spec is vt.normalize_spec
+    assert vlab_topology.napi_threads is nl.napi_threads
+    assert vlab_topology.online_cpus is _cpus.online_cpus
+    assert not hasattr(vlab_topology, "parse_cpu_list")
+
+
+def test_xdp_feature_bits_decode():
+    # veth with GRO on its peer, as the kernel reported it here (Linux 6.18): basic | redirect | rx-sg = 35
+    assert nl.xdp_feature_names(35) == ["basic", "redirect", "rx-sg"]
+    assert nl.xdp_feature_names(0) == []
+    assert nl.nl_u64(nl.nl_parse_attrs(nl.nl_attr(3, struct.pack("=Q", 1 << 40))), 3) == 1 << 40
