@@ -188,6 +188,57 @@ def summarize(snapshots, threshold=DEFAULT_THRESHOLD):
     return result
 
 
+
+def summarize_queues(snapshots, threshold=DEFAULT_THRESHOLD):
+    """The xdp_stats result from driver counters: ``[(monotonic_time, {queue: packets}), ...]`` (at least two).
+
+    A driver counts per RX queue only (veth's rx_queue_N_xdp_drops, mlx5's chN_xdp_drop), so per_cpu and rxq_cpu
+    are empty and bytes/errors unknown (None); the imbalance verdict is on the queues alone.
+    """
+    if len(snapshots) < 2:
+        raise ValueError("need at least two snapshots")
+
+    def delta(before, after):
+        return {q: _delta(before.get(q, 0), n) for q, n in after.items() if _delta(before.get(q, 0), n)}
+
+    samples = []
+    t_first = snapshots[0][0]
+    for (t0, s0), (t1, s1) in zip(snapshots, snapshots[1:]):
+        packets = sum(delta(s0, s1).values())
+        samples.append(
+            {
+                "t": round(t1 - t_first, 6),
+                "seconds": round(t1 - t0, 6),
+                "packets": packets,
+                "pps": packets / (t1 - t0) if t1 > t0 else 0.0,
+            }
+        )
+    seconds = snapshots[-1][0] - snapshots[0][0]
+    if seconds <= 0:
+        raise ValueError(f"sampling interval must be positive, got {seconds}")
+    # per-sample sums, so a counter reset inside the window costs one interval, not the whole window
+    per_queue = {}
+    for (_t0, s0), (_t1, s1) in zip(snapshots, snapshots[1:]):
+        for q, n in delta(s0, s1).items():
+            per_queue[q] = per_queue.get(q, 0) + n
+    per_rxq = [{"queue": q, "pps": per_queue[q] / seconds, "cpus": []} for q in sorted(per_queue)]
+    total = sum(per_queue.values()) / seconds
+    result = {
+        "per_cpu": [],
+        "per_rxq": per_rxq,
+        "rxq_cpu": [],
+        "total_pps": total,
+        "seconds": round(seconds, 6),
+        "packets": sum(per_queue.values()),
+        "bytes_per_second": None,
+        "errors_per_second": None,
+        "ns_per_packet": (1e9 / total) if total else None,
+        "samples": samples,
+    }
+    result["imbalance"] = imbalance([], per_rxq, threshold)
+    return result
+
+
 # --- xdp_rxq_info text ------------------------------------------------------------------------
 _NUM = r"([\d,]+)"
 _HEADER = re.compile(r"Running XDP on dev:(\S+) \(ifindex:(\d+)\) action:(\S+)(?: options:(\S+))?")

@@ -1,0 +1,31 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    """The sampling options of every measuring module (plugins/module_utils/_measurement.py: SAMPLING_ARGUMENT_SPEC
+    and Sampler). A module whose default differs states only ``default`` under the option in its own DOCUMENTATION
+    (ansible-doc merges it over this fragment's option)."""
+
+    DOCUMENTATION = r"""
+options:
+  warmup:
+    description:
+      - Seconds to wait before the window's first snapshot (lets the traffic generator ramp up).
+    type: float
+    default: 0.0
+  interval:
+    description:
+      - Seconds per sample. Snapshots are taken on an absolute schedule (window start + i x O(interval)) on
+        CLOCK_MONOTONIC, so the sampling does not drift; RV(measurement) gives the window's bounds on that clock.
+    type: float
+    default: 1.0
+  samples:
+    description:
+      - Number of samples (O(samples) + 1 snapshots); the window is O(samples) x O(interval) seconds.
+    type: int
+    default: 3
+"""

@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit-test fixtures: the one check of the ``measurement`` shape (plugins/module_utils/_measurement.py), used on
+every measuring module's output, and a fake monotonic clock for the Sampler (fixtures, because the tests run with
+``--import-mode=importlib`` and cannot import each other)."""
+
+import math
+
+import pytest
+
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
+
+
+class FakeClock:
+    """A monotonic clock that only moves when the code under test sleeps (plus ``step`` per reading)."""
+
+    def __init__(self, start=1000.0, step=0.0):
+        self.now, self.step, self.sleeps = float(start), float(step), []
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def assert_measurement(m, kind, at="dut", samples=None):
+    """``m`` has exactly the keys of the shape, with the types the doc fragment promises; returns it."""
+    assert set(m) == set(_measurement.MEASUREMENT_KEYS), sorted(set(m) ^ set(_measurement.MEASUREMENT_KEYS))
+    assert isinstance(m["pps"], float) and m["pps"] >= 0 and not math.isnan(m["pps"])
+    assert m["packets"] is None or isinstance(m["packets"], int)
+    if m["pps"] > 0:
+        assert m["ns_per_packet"] == 1e9 / m["pps"]
+    else:
+        assert m["ns_per_packet"] is None
+    assert m["source"]["kind"] == kind and m["source"]["at"] == at
+    w = m["window"]
+    assert w["clock"] == "CLOCK_MONOTONIC" and w["end"] >= w["start"]
+    assert abs(w["seconds"] - (w["end"] - w["start"])) < 1e-5
+    for entry in m["per_cpu"]:
+        assert isinstance(entry["cpu"], int) and entry["pps"] >= 0
+    for entry in m["per_rxq"]:
+        assert isinstance(entry["queue"], int) and (entry["pps"] is None or entry["pps"] >= 0)
+    for s in m["samples"]:
+        assert {"t", "seconds", "packets", "pps"} <= set(s), s
+        assert s["seconds"] > 0
+    if samples is not None:
+        assert len(m["samples"]) == samples
+    if m["samples"]:
+        # the samples tile the window
+        assert abs(sum(s["seconds"] for s in m["samples"]) - w["seconds"]) < 1e-4
+        assert abs(m["samples"][-1]["t"] - w["seconds"]) < 1e-4
+        assert m["spread"]["min_pps"] <= m["spread"]["max_pps"]
+    assert set(m["spread"]) == {"min_pps", "max_pps", "stdev_pps", "cv"}
+    assert isinstance(m["details"], dict)
+    if m["packets"] is not None and w["seconds"] > 0:
+        assert abs(m["pps"] - m["packets"] / w["seconds"]) <= 1e-6 * max(1.0, m["pps"])
+    return m
+
+
+@pytest.fixture
+def check_measurement():
+    """``check_measurement(m, kind, at="dut", samples=None)`` asserts the shape of one measurement."""
+    return assert_measurement
+
+
+@pytest.fixture
+def fake_clock():
+    """A FakeClock at t=1000; pass ``clock=fake_clock, sleep=fake_clock.sleep`` to a Sampler."""
+    return FakeClock()
