@@ -15,20 +15,20 @@ author:
 description:
   - Reads the counter of the drop rule put in place by M(xdplab.testbed.netfilter_drop) (nftables
     C(nft -j list table); iptables C(-L -v -x -n), never zeroing) O(samples) + 1 times, every O(interval)
-    seconds after O(warmup) seconds, and returns the drop rate over that window. Timestamps are
-    C(time.monotonic()) (CLOCK_MONOTONIC), taken half way through each counter read.
+    seconds after O(warmup) seconds (the collection's one sampler, an absolute schedule on CLOCK_MONOTONIC), and
+    returns the drop rate over that window. Timestamps are taken half way through each counter read.
   - "Over the same window: RV(per_cpu) from C(/proc/net/softnet_stat) (column C(processed): packets
     NAPI/netif_receive_skb handed to the stack on that CPU, all protocols and all interfaces, not only the test
     flows; the file is the same in every network namespace), RV(per_rxq) from C(ethtool -S) C(rx_queue_N_packets)
     or, on veth, C(rx_queue_N_xdp_packets) (veth counts every frame its NAPI poll handles there, XDP program or
     not; frames that bypass NAPI (GRO off and no XDP) are not counted), and C(nf_conntrack_count) of the
     namespace in conntrack mode."
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads counters; it runs unchanged in check mode and never reports a change.
-  diff_mode:
-    support: none
+  - RV(measurement) is the one measurement shape (doc fragment xdplab.testbed.measurement); its C(source) is
+    C(kind=netfilter_rule), C(at=dut), with the backend, mode and table.
+extends_documentation_fragment:
+  - xdplab.testbed.attributes.read_only
+  - xdplab.testbed.sampling
+  - xdplab.testbed.measurement
 options:
   backend:
     description: The backend netfilter_drop used.
@@ -52,18 +52,6 @@ options:
   interface:
     description: Interface for RV(per_rxq). Default the input interface the drop rule matches.
     type: str
-  interval:
-    description: Seconds per sample.
-    type: float
-    default: 1.0
-  samples:
-    description: Number of samples.
-    type: int
-    default: 3
-  warmup:
-    description: Seconds to wait before the first read (lets the traffic generator ramp up).
-    type: float
-    default: 0.0
   ethtool:
     description: Read C(ethtool -S) of the interface for RV(per_rxq).
     type: bool
@@ -90,6 +78,26 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+measurement:
+  description:
+    - The one measurement shape (doc fragment xdplab.testbed.measurement, in the notes; docs/ARCHITECTURE.md).
+    - "C(source) is C({kind: netfilter_rule, at: dut, backend, mode, table, interface}); C(per_cpu) and C(per_rxq)
+      are RV(per_cpu) and RV(per_rxq); C(details) has C(bytes_per_second) and C(conntrack_count)."
+  returned: always
+  type: dict
+  sample:
+    pps: 1251234.5
+    packets: 3753703
+    ns_per_packet: 799.2
+    per_cpu: [{cpu: 1, pps: 1251300.0, dropped_pps: 0.0, time_squeeze: 120}]
+    per_rxq: [{queue: 0, pps: 1251300.0, counter: rx_queue_0_xdp_packets}]
+    samples: [{t: 1.0, seconds: 1.0, packets: 1251234, pps: 1251234.0}]
+    spread: {min_pps: 1251234.0, max_pps: 1251234.0, stdev_pps: 0.0, cv: 0.0}
+    queue_spread: 1.0
+    imbalance: null
+    window: {start: 18342.501, end: 18345.502, seconds: 3.001, clock: CLOCK_MONOTONIC}
+    source: {kind: netfilter_rule, at: dut, backend: nftables, mode: raw, table: xdplab, interface: dut0}
+    details: {bytes_per_second: 57556787.0, conntrack_count: null}
 pps:
   description: Packets per second the drop rule(s) counted over the window.
   returned: always
@@ -163,7 +171,9 @@ interface:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool, _netfilter as netfilter
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement as measurement
+from ansible_collections.xdplab.testbed.plugins.module_utils import _netfilter as netfilter
 
 SOFTNET = "/proc/net/softnet_stat"
 CONNTRACK_COUNT = "/proc/sys/net/netfilter/nf_conntrack_count"
@@ -192,25 +202,25 @@ def per_rxq_rates(before, after, seconds):
 class NetfilterStats:
     """Does the work; main() only wires it."""
 
-    def __init__(self, module):
+    def __init__(self, module, clock=None, sleep=None):
         self.module = module
         self.p = module.params
+        self.clock = clock or time.monotonic
         self.result = {"changed": False, "backend": self.p["backend"], "per_rxq": [], "per_cpu": [],
                        "conntrack_count": None}
-        for key, low in (("interval", 0.0), ("warmup", -1e-9)):
-            if self.p[key] <= low:
-                self.fail(f"{key} must be {'positive' if key == 'interval' else 'zero or more'}, got {self.p[key]}")
-        if self.p["samples"] < 1:
-            self.fail(f"samples must be at least 1, got {self.p['samples']}")
+        try:
+            self.sampler = measurement.Sampler.from_params(self.p, clock=self.clock, sleep=sleep or time.sleep)
+        except measurement.SamplingError as exc:
+            self.fail(str(exc))
         self.backend = netfilter.backend_for(module, self.p["backend"], self.p["iptables_binary"])
 
     def fail(self, msg):
         self.module.fail_json(msg=msg, **self.result)
 
     def read(self):
-        t0 = time.monotonic()
+        t0 = self.clock()
         packets, nbytes, mode, iif = self.backend.counters(self.p["table"])
-        t1 = time.monotonic()
+        t1 = self.clock()
         return (t0 + t1) / 2, packets, nbytes, mode, iif
 
     def ethtool_read(self, interface):
@@ -220,12 +230,18 @@ class NetfilterStats:
         if not binary:
             self.fail("ethtool is not installed on the target; install it (apt-get install ethtool) or set ethtool: false")
         try:
-            return time.monotonic(), ethtool.stats(self.module.run_command, interface, ethtool=binary)
+            return self.clock(), ethtool.stats(self.module.run_command, interface, ethtool=binary)
         except ethtool.EthtoolError as exc:
             self.module.warn(f"ethtool counters unavailable: {exc}")
             return None
 
     def run(self):
+        before = {}
+
+        def before_window():
+            before["eth"] = self.ethtool_read(interface)
+            before["soft"] = netfilter.parse_softnet_stat(read_file(SOFTNET))
+
         try:
             first = self.read()
             mode, iif = first[3], first[4]
@@ -235,17 +251,7 @@ class NetfilterStats:
             mode = mode or self.p["mode"]
             interface = self.p["interface"] or iif
             self.result.update(mode=mode, interface=interface)
-            if self.p["warmup"] > 0:
-                time.sleep(self.p["warmup"])
-            eth0 = self.ethtool_read(interface)
-            soft0 = netfilter.parse_softnet_stat(read_file(SOFTNET))
-            reads = [self.read()]
-            start = reads[0][0]
-            for i in range(1, self.p["samples"] + 1):
-                delay = start + i * self.p["interval"] - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                reads.append(self.read())
+            reads = [r for _t, r in self.sampler.run(self.read, before_window=before_window)]
             soft1 = netfilter.parse_softnet_stat(read_file(SOFTNET))
             eth1 = self.ethtool_read(interface)
             if mode == "conntrack":
@@ -257,43 +263,52 @@ class NetfilterStats:
             self.fail(str(exc))
         except OSError as exc:
             self.fail(f"reading counters failed: {exc}")
-        end = reads[-1][0]
+        start, end = reads[0][0], reads[-1][0]
         seconds = end - start
         packets = reads[-1][1] - reads[0][1]
+        window = measurement.window_of(start, end)
+        samples = measurement.samples_from_counts([(r[0], r) for r in reads], lambda r: r[1])
         self.result.update(
             packets=packets,
             seconds=round(seconds, 6),
             pps=packets / seconds,
             bytes_per_second=(reads[-1][2] - reads[0][2]) / seconds,
             window={"start": start, "end": end},
-            samples=[{"t": round(b[0] - start, 6), "seconds": round(b[0] - a[0], 6), "packets": b[1] - a[1],
-                      "pps": (b[1] - a[1]) / (b[0] - a[0])} for a, b in zip(reads, reads[1:])],
+            samples=samples,
         )
         self.result["per_cpu"] = [
             {"cpu": cpu, "pps": d["processed"] / seconds, "dropped_pps": d["dropped"] / seconds,
              "time_squeeze": d["time_squeeze"]}
-            for cpu, d in sorted(netfilter.softnet_delta(soft0, soft1).items()) if d["processed"]
+            for cpu, d in sorted(netfilter.softnet_delta(before["soft"], soft1).items()) if d["processed"]
         ]
+        eth0 = before.get("eth")
         if eth0 and eth1:
             self.result["per_rxq"] = per_rxq_rates(eth0[1], eth1[1], eth1[0] - eth0[0])
+        source = {"kind": "netfilter_rule", "at": measurement.AT_DUT, "backend": self.p["backend"], "mode": mode,
+                  "table": self.p["table"], "interface": interface}
+        self.result["measurement"] = measurement.measurement(
+            self.result["pps"], window, source, packets=packets, per_cpu=self.result["per_cpu"],
+            per_rxq=self.result["per_rxq"], samples=samples,
+            details={"bytes_per_second": self.result["bytes_per_second"],
+                     "conntrack_count": self.result["conntrack_count"]},
+        )
         return self.result
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "backend": {"type": "str", "choices": list(netfilter.BACKENDS), "default": "nftables"},
-            "mode": {"type": "str", "choices": list(netfilter.MODES)},
-            "table": {"type": "str", "default": "xdplab"},
-            "iptables_binary": {"type": "str", "default": "iptables"},
-            "interface": {"type": "str"},
-            "interval": {"type": "float", "default": 1.0},
-            "samples": {"type": "int", "default": 3},
-            "warmup": {"type": "float", "default": 0.0},
-            "ethtool": {"type": "bool", "default": True},
-        },
-        supports_check_mode=True,
+def argument_spec():
+    return dict(
+        measurement.SAMPLING_ARGUMENT_SPEC,
+        backend={"type": "str", "choices": list(netfilter.BACKENDS), "default": "nftables"},
+        mode={"type": "str", "choices": list(netfilter.MODES)},
+        table={"type": "str", "default": "xdplab"},
+        iptables_binary={"type": "str", "default": "iptables"},
+        interface={"type": "str"},
+        ethtool={"type": "bool", "default": True},
     )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     module.exit_json(**NetfilterStats(module).run())
 
 

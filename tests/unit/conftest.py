@@ -55,7 +55,7 @@ def assert_measurement(m, kind, at="dut", samples=None):
     assert set(m["spread"]) == {"min_pps", "max_pps", "stdev_pps", "cv"}
     assert isinstance(m["details"], dict)
     if m["packets"] is not None and w["seconds"] > 0:
-        assert abs(m["pps"] - m["packets"] / w["seconds"]) <= 1e-6 * max(1.0, m["pps"])
+        assert abs(m["pps"] - m["packets"] / w["seconds"]) <= 1e-4 * max(1.0, m["pps"])  # seconds: rounded to 1 us
     return m
 
 

@@ -8,7 +8,8 @@ import os
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool, _netfilter as netfilter
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _netfilter as netfilter
 from ansible_collections.xdplab.testbed.plugins.modules import netfilter_drop, netfilter_stats
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "netfilter")
@@ -217,7 +218,7 @@ def test_missing_binary_names_the_debian_package(monkeypatch, no_commands, capsy
 
 def test_stats_bad_parameters(no_commands, capsys):
     res = run(netfilter_stats.main, {"interval": 0}, capsys)
-    assert res["failed"] and "interval must be positive" in res["msg"]
+    assert res["failed"] and "interval must be a positive number" in res["msg"]
     res = run(netfilter_stats.main, {"samples": 0}, capsys)
     assert res["failed"] and "samples must be at least 1" in res["msg"]
     res = run(netfilter_stats.main, {"mode": "fast"}, capsys)
@@ -226,7 +227,7 @@ def test_stats_bad_parameters(no_commands, capsys):
 
 # ---- netfilter_stats over a faked nft whose counter grows (real JSON shape from the fixture) -----------------
 
-def test_stats_reads_growing_counter_in_check_mode(monkeypatch, capsys):
+def test_stats_reads_growing_counter_in_check_mode(monkeypatch, capsys, check_measurement):
     doc = json.loads(fixture("nft_conntrack_1000.json"))
     calls = {"n": 0}
 
@@ -249,6 +250,10 @@ def test_stats_reads_growing_counter_in_check_mode(monkeypatch, capsys):
     assert res["pps"] == pytest.approx(2000 / res["seconds"], rel=1e-4)
     assert res["window"]["end"] - res["window"]["start"] == pytest.approx(res["seconds"], abs=1e-5)
     assert isinstance(res["conntrack_count"], int) or res["conntrack_count"] is None
+    m = check_measurement(res["measurement"], "netfilter_rule", samples=2)
+    assert m["packets"] == 2000 and m["pps"] == res["pps"] and m["source"]["mode"] == "conntrack"
+    assert m["source"]["backend"] == "nftables" and m["source"]["interface"] == "dut0"
+    assert m["details"]["conntrack_count"] == res["conntrack_count"]
     res = run(netfilter_stats.main, {"interval": 0.05, "samples": 1, "mode": "raw"}, capsys)
     assert res["failed"] and "is in conntrack mode, not raw" in res["msg"]
 
@@ -259,3 +264,34 @@ def test_stats_without_our_table(monkeypatch, capsys):
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, *a, **kw: f"/usr/sbin/{name}")
     res = run(netfilter_stats.main, {}, capsys)
     assert res["failed"] and "table inet xdplab does not exist" in res["msg"] and "netfilter_drop" in res["msg"]
+
+
+def test_stats_on_the_fake_clock(monkeypatch, fake_clock, check_measurement):
+    """The Sampler's warm-up and absolute schedule, ethtool read once after the warm-up and once after the window."""
+    doc = json.loads(fixture("nft_raw_1000.json"))
+    ethtool_reads = []
+
+    def fake_run(self, args, **kw):
+        if args[1:3] == ["-j", "list"]:
+            for item in doc["nftables"]:
+                if "rule" in item:
+                    for expr in item["rule"]["expr"]:
+                        if "counter" in expr:  # 500 drops per fake second
+                            expr["counter"]["packets"] = int(500 * (fake_clock.now - 1000))
+            return 0, json.dumps(doc), ""
+        if args[1] == "-S":
+            ethtool_reads.append(fake_clock.now)
+            return 0, fixture("ethtool_S_veth_before.txt" if len(ethtool_reads) == 1 else "ethtool_S_veth_after_1000.txt"), ""
+        raise AssertionError(args)
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", fake_run)
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, *a, **kw: f"/usr/sbin/{name}")
+    with patch_module_args({"warmup": 3, "interval": 2, "samples": 2}):
+        module = basic.AnsibleModule(argument_spec=netfilter_stats.argument_spec(), supports_check_mode=True)
+        res = netfilter_stats.NetfilterStats(module, clock=fake_clock, sleep=fake_clock.sleep).run()
+    assert fake_clock.sleeps == [3.0, 2.0, 2.0]
+    assert ethtool_reads == [1003.0, 1007.0]
+    m = check_measurement(res["measurement"], "netfilter_rule", samples=2)
+    assert m["window"]["start"] == 1003.0 and m["window"]["seconds"] == 4.0
+    assert m["pps"] == 500.0 and m["packets"] == 2000 and m["source"]["mode"] == "raw"
+    assert m["per_rxq"] == [{"queue": 0, "pps": 1001 / 4.0, "counter": "rx_queue_0_xdp_packets"}]
