@@ -19,7 +19,7 @@ description:
   - The namespace must exist (see C(ip netns list)); the virtual lab is created with
     C(ansible-playbook playbooks/vlab.yml).
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 version_added: 0.1.0
 extends_documentation_fragment:
   - connection_pipelining

@@ -11,7 +11,7 @@ module: cpu_usage
 short_description: Per-CPU busy, idle, softirq, irq, system, user time over an interval from /proc/stat
 version_added: 0.2.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Reads the cumulative per-CPU tick counters of C(/proc/stat) and returns the share of each kind of CPU time
     between two readings, computed as C(mpstat -P ALL) (sysstat 12) computes it, as data.

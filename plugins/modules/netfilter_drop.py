@@ -11,7 +11,7 @@ module: netfilter_drop
 short_description: Make the DUT's network stack drop the UDP test flows, before or after connection tracking
 version_added: 0.2.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Puts in place (or removes) one counting drop rule for UDP packets arriving on O(interface) with a destination
     port in O(port_base) .. O(port_base) + O(port_count) - 1, the XDP paper's "Linux (raw)" and

@@ -11,7 +11,7 @@ module: netfilter_stats
 short_description: Measure how many packets per second the DUT's stack drops with the netfilter_drop rule
 version_added: 0.2.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Reads the counter of the drop rule put in place by M(xdplab.testbed.netfilter_drop) (nftables
     C(nft -j list table); iptables C(-L -v -x -n), never zeroing) O(samples) + 1 times, every O(interval)

@@ -11,7 +11,7 @@ module: nic_settings
 short_description: Channels, rings, pause frames, private flags, n-tuple rules and IRQ affinity of a NIC port
 version_added: 0.1.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Brings one network interface to the settings a benchmark needs, through C(ethtool) and C(/proc/irq), and
     reports what differs (drift) without changing anything when O(verify=true).

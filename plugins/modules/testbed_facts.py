@@ -11,7 +11,7 @@ module: testbed_facts
 short_description: Provenance of a lab host as data (kernel, CPUs, tools, interfaces, attached XDP programs)
 version_added: 0.1.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Collects what a measured number depends on, so every trial record can carry it (Contract 4 of
     docs/ARCHITECTURE.md), namely kernel release, version string, kernel git commit (from a C(-gHASH) release

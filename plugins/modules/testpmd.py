@@ -10,7 +10,7 @@ module: testpmd
 short_description: Measure packet rates with dpdk-testpmd for a fixed window, then stop it
 version_added: 0.2.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Runs C(dpdk-testpmd) in interactive mode on a pseudo-terminal, starts forwarding, waits O(warmup) seconds,
     reads C(show port xstats all) O(samples)+1 times every O(interval) seconds (timestamps on CLOCK_MONOTONIC,

@@ -18,7 +18,7 @@ description:
     prefix, queue count, MTU or a CPU that is not online fails the task and names the culprit.
   - Idempotent (a second run with the same data reports no change); supports check mode and diff mode.
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 requirements:
   - Linux with named network namespaces (C(/run/netns)), iproute2 C(ip), C(ethtool).
   - Linux 6.10 or newer for O(links[].ends[].napi_cpus) (the netdev netlink family reports the NAPI

@@ -11,7 +11,7 @@ module: xdp_program
 short_description: Attach or detach an XDP program on a network interface
 version_added: 0.1.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Loads one program of a BPF object file with libbpf (through ctypes, no bpftool or pins needed), sets its
     C(.rodata) configuration variables by name, and attaches it to an interface given by B(name).

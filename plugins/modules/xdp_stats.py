@@ -11,7 +11,7 @@ module: xdp_stats
 short_description: Measure packet rates per CPU and per RX queue of the XDP program on an interface
 version_added: 0.1.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - "With O(count=program): finds the XDP program attached to O(interface), follows its map ids to the map named
     O(map_name) (a per-CPU array keyed by RX queue, see Contract 1 of docs/ARCHITECTURE.md) and samples it with the

@@ -11,7 +11,7 @@ module: xsk_bench
 short_description: Measure AF_XDP (rxdrop, txpush, l2fwd) with xdplab-xsk-bench
 version_added: 0.1.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Runs C(xdplab-xsk-bench) (bpf/xsk_bench.c, built and installed by the role xdplab.testbed.bpf_programs) on
     O(interface), with one AF_XDP socket per queue of O(queues), each served by a thread pinned to the matching CPU of
