@@ -11,40 +11,40 @@ module: ethtool_stats
 short_description: Per-second rates of the ethtool -S counters of several devices (what ethtool_stats.pl shows)
 version_added: 0.1.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Reads C(ethtool -S) of every device in O(devices), waits O(interval) seconds, reads them again, and returns
-    the per-second rate of each counter, like the script C(ethtool_stats.pl) of the XDP paper's lab notes.
+    the per-second rate of each counter, like the script C(ethtool_stats.pl) of the XDP paper's lab notes. The reads
+    follow the collection's one sampler (O(warmup), then rounds on an absolute schedule on CLOCK_MONOTONIC).
   - Each device's rate is its counter delta over the time between its own two reads on the monotonic clock
     (C(time.monotonic()), CLOCK_MONOTONIC), not over the nominal interval.
   - With O(samples) > 1 it takes O(samples) consecutive intervals and returns the average over the whole window
     (total delta over total time) and every sample.
   - With O(format_lines=true) it also returns the script's text lines, padded exactly like it (see RV(lines)).
   - A counter that went down between two reads (driver reset) counts from zero.
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads counters; it runs unchanged in check mode and never reports a change.
-  diff_mode:
-    support: none
+  - RV(measurement) is the one measurement shape (doc fragment xdplab.testbed.measurement), of the counter
+    O(pps_counter); its C(source) is C(kind=ethtool), C(at=dut), with the counter and the devices.
+extends_documentation_fragment:
+  - xdplab.testbed.attributes.read_only
+  - xdplab.testbed.sampling
+  - xdplab.testbed.measurement
 options:
   devices:
     description: Interfaces to read, in the module's network namespace (one or more).
     type: list
     elements: str
     required: true
-  interval:
-    description: Seconds per sample.
-    type: float
-    default: 1.0
   samples:
-    description: Number of consecutive samples.
-    type: int
     default: 1
-  warmup:
-    description: Seconds to wait before the first read.
-    type: float
-    default: 0.0
+  pps_counter:
+    description:
+      - The counter whose rate is RV(measurement)'s C(pps), summed over O(devices). A counter name (C(rx_packets)),
+        or a name with C({queue}) for a per-queue counter (C(rx_queue_{queue}_xdp_drops)), summed over the queues
+        with one C(per_rxq) entry per device and queue.
+      - Default the first of C(rx_queue_{queue}_packets), C(rx{queue}_packets), C(rx_queue_{queue}_xdp_packets)
+        (on veth, every frame its NAPI poll handled), C(rx_packets) that the first device has.
+      - Read from the raw counters, whatever O(include), O(exclude) and O(changed_only) leave in RV(rates).
+    type: str
   include:
     description: Keep only counters matching at least one of these regular expressions (Python C(re.search)).
     type: list
@@ -103,6 +103,28 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+measurement:
+  description:
+    - The one measurement shape (doc fragment xdplab.testbed.measurement, in the notes; docs/ARCHITECTURE.md), of
+      the counter O(pps_counter) summed over O(devices). C(per_cpu) is empty (ethtool counters are not per CPU).
+    - "C(source) is C({kind: ethtool, at: dut, counter, devices}); C(per_rxq) entries carry C(device) and C(counter);
+      C(details.per_device) the rate of each device. Each round of reads is timed at the mean of its devices' read
+      midpoints."
+  returned: always
+  type: dict
+  sample:
+    pps: 22528.0
+    packets: 22528
+    ns_per_packet: 44389.2
+    per_cpu: []
+    per_rxq: [{queue: 1, pps: 22528.0, device: veth-dut0, counter: rx_queue_1_xdp_packets}]
+    samples: [{t: 1.0, seconds: 1.0, packets: 22528, pps: 22528.0}]
+    spread: {min_pps: 22528.0, max_pps: 22528.0, stdev_pps: 0.0, cv: 0.0}
+    queue_spread: 1.0
+    imbalance: null
+    window: {start: 18342.501, end: 18343.501, seconds: 1.0, clock: CLOCK_MONOTONIC}
+    source: {kind: ethtool, at: dut, counter: "rx_queue_{queue}_xdp_packets", devices: [veth-dut0]}
+    details: {per_device: {veth-dut0: 22528.0}}
 rates:
   description: Average per-second rate of each counter over the whole window, per device.
   returned: always
@@ -156,6 +178,19 @@ from time import monotonic, sleep
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement as measurement
+
+#: RV(measurement)'s counter when pps_counter is not given: the first of these the first device has
+DEFAULT_PPS_COUNTERS = ("rx_queue_{queue}_packets", "rx{queue}_packets", "rx_queue_{queue}_xdp_packets", "rx_packets")
+
+
+def counter_matcher(pattern):
+    """{name -> queue or None} for the counters ``pattern`` names in a snapshot (``{queue}``: a queue number)."""
+    if "{queue}" not in pattern:
+        return lambda stats: {pattern: None} if pattern in stats else {}
+    head, _sep, tail = pattern.partition("{queue}")
+    rx = re.compile("^" + re.escape(head) + r"(\d+)" + re.escape(tail) + "$")
+    return lambda stats: {name: int(m.group(1)) for name, m in ((n, rx.match(n)) for n in stats) if m}
 
 
 class EthtoolStats:
@@ -179,12 +214,10 @@ class EthtoolStats:
         bad = [d for d in self.devices if not re.match(r"^[A-Za-z0-9_.:@+-]{1,15}$", str(d))]
         if bad:
             self.fail(f"invalid interface name(s) {bad}: at most 15 characters, letters, digits and _.:@+-")
-        if self.p["interval"] <= 0:
-            self.fail(f"interval must be positive, got {self.p['interval']}")
-        if self.p["samples"] < 1:
-            self.fail(f"samples must be at least 1, got {self.p['samples']}")
-        if self.p["warmup"] < 0:
-            self.fail(f"warmup must be zero or more, got {self.p['warmup']}")
+        try:
+            self.sampler = measurement.Sampler.from_params(self.p, clock=self.clock, sleep=self.sleep)
+        except measurement.SamplingError as exc:
+            self.fail(str(exc))
         for key in ("include", "exclude"):
             for pattern in self.p[key]:
                 try:
@@ -211,19 +244,56 @@ class EthtoolStats:
             return []
         return ethtool.format_stats_lines(rates, style=self.p["line_style"], devices=self.devices)
 
+    def pps_counter(self, first_round):
+        if self.p["pps_counter"]:
+            pattern = self.p["pps_counter"]
+            if not any(counter_matcher(pattern)(first_round[d][1]) for d in self.devices):
+                self.fail(f"pps_counter {pattern!r} names no counter of {', '.join(self.devices)} (ethtool -S); "
+                          f"name one of theirs, with {{queue}} for a per-queue counter")
+            return pattern
+        stats = first_round[self.devices[0]][1]
+        for pattern in DEFAULT_PPS_COUNTERS:
+            if counter_matcher(pattern)(stats):
+                return pattern
+        return None
+
+    def measure(self, rounds, pattern):
+        """RV(measurement) of ``pattern`` summed over the devices, from the rounds of reads."""
+        match = counter_matcher(pattern) if pattern else (lambda stats: {})
+        times = [sum(r[d][0] for d in self.devices) / len(self.devices) for r in rounds]
+        per_queue, per_interval = {}, []
+        for prev, cur in zip(rounds, rounds[1:]):
+            packets = 0
+            for d in self.devices:
+                for name, queue in match(cur[d][1]).items():
+                    before, now = prev[d][1].get(name, 0), cur[d][1][name]
+                    delta = now - before if now >= before else now  # a reset counts from zero
+                    key = (d, queue, name)
+                    per_queue[key] = per_queue.get(key, 0) + delta
+                    packets += delta
+            per_interval.append(packets)
+        window = measurement.window_of(times[0], times[-1])
+        seconds = times[-1] - times[0]
+        samples = [{"t": round(tb - times[0], 6), "seconds": round(tb - ta, 6), "packets": n, "pps": n / (tb - ta)}
+                   for ta, tb, n in zip(times, times[1:], per_interval)]
+        per_rxq = [{"queue": queue, "pps": n / seconds, "device": d, "counter": name}
+                   for (d, queue, name), n in sorted(per_queue.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0))
+                   if queue is not None]
+        per_device = {d: sum(n for (dev, _q, _name), n in per_queue.items() if dev == d) / seconds for d in self.devices}
+        total = sum(per_interval)
+        return measurement.measurement(
+            total / seconds, window, {"kind": "ethtool", "at": measurement.AT_DUT, "counter": pattern,
+                                      "devices": self.devices},
+            packets=total, per_rxq=per_rxq, samples=samples, details={"per_device": per_device})
+
     def run(self):
         self.validate()
         if not self.module.get_bin_path(self.p["ethtool"]) and "/" not in self.p["ethtool"]:
             self.fail(f"{self.p['ethtool']} not found on the target: install the Debian package ethtool")
-        if self.p["warmup"]:
-            self.sleep(self.p["warmup"])
         opts = {"changed_only": self.p["changed_only"], "include": self.p["include"], "exclude": self.p["exclude"]}
-        rounds = [self.read_all()]
+        rounds = [r for _t, r in self.sampler.run(self.read_all)]
         samples = []
-        for _ in range(self.p["samples"]):
-            self.sleep(self.p["interval"])
-            rounds.append(self.read_all())
-            prev, cur = rounds[-2], rounds[-1]
+        for prev, cur in zip(rounds, rounds[1:]):
             rates, seconds = ethtool.device_rates(
                 {d: (prev[d][0], prev[d][1], cur[d][0], cur[d][1]) for d in self.devices}, **opts)
             samples.append({"t": max(cur[d][0] for d in self.devices) - rounds[0][self.devices[0]][0],
@@ -247,25 +317,27 @@ class EthtoolStats:
             lines=self.lines(totals),
             header=ethtool.stats_header(self.devices),
         )
+        self.result["measurement"] = self.measure(rounds, self.pps_counter(first))
         return self.result
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            devices=dict(type="list", elements="str", required=True),
-            interval=dict(type="float", default=1.0),
-            samples=dict(type="int", default=1),
-            warmup=dict(type="float", default=0.0),
-            include=dict(type="list", elements="str", default=[]),
-            exclude=dict(type="list", elements="str", default=[]),
-            changed_only=dict(type="bool", default=True),
-            format_lines=dict(type="bool", default=False),
-            line_style=dict(type="str", choices=list(ethtool.LINE_STYLES), default="pl"),
-            ethtool=dict(type="str", default="ethtool"),
-        ),
-        supports_check_mode=True,
+def argument_spec():
+    return dict(
+        measurement.SAMPLING_ARGUMENT_SPEC,
+        devices=dict(type="list", elements="str", required=True),
+        samples=dict(type="int", default=1),
+        pps_counter=dict(type="str"),
+        include=dict(type="list", elements="str", default=[]),
+        exclude=dict(type="list", elements="str", default=[]),
+        changed_only=dict(type="bool", default=True),
+        format_lines=dict(type="bool", default=False),
+        line_style=dict(type="str", choices=list(ethtool.LINE_STYLES), default="pl"),
+        ethtool=dict(type="str", default="ethtool"),
     )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     module.exit_json(**EthtoolStats(module).run())
 
 

@@ -107,7 +107,7 @@ def test_lines_parse_back_to_the_seed000_values():
     assert lines[0] == "Ethtool(mlx5p1  ) stat:        34585 (         34,585) <= ch0_arm /sec"
 
 
-def test_real_veth_snapshots_two_devices_per_device_clock(monkeypatch, capsys):
+def test_real_veth_snapshots_two_devices_per_device_clock(monkeypatch, capsys, check_measurement):
     before, after = (ethtool.parse_stats(fixture(f"veth_S_{w}.txt")) for w in ("before", "after"))
     other = {"rx_queue_0_xdp_packets": 5, "tx_queue_0_xdp_xmit": 100}
     # each read costs 10 ms: the second device's reads are 10 ms later than the first's, on both rounds
@@ -118,18 +118,25 @@ def test_real_veth_snapshots_two_devices_per_device_clock(monkeypatch, capsys):
     b0 = res["rates"]["b0"]
     assert set(b0) == {"rx_queue_0_xdp_packets", "rx_queue_0_xdp_bytes", "rx_queue_1_xdp_packets",
                        "rx_queue_1_xdp_bytes"}
-    # 1 s of sleep + the 2 reads in between (10 ms each) between a device's two read midpoints
-    assert res["seconds"]["b0"] == pytest.approx(1.02)
-    assert b0["rx_queue_1_xdp_packets"] == pytest.approx(22528 / 1.02)
-    assert b0["rx_queue_0_xdp_packets"] == pytest.approx((218176 - 195456) / 1.02)
-    assert res["rates"]["a0"] == {"tx_queue_0_xdp_xmit": pytest.approx(2000 / 1.02)}
-    assert res["lines"][-1] == "Ethtool(a0      ) stat:         1961 (          1,961) <= tx_queue_0_xdp_xmit /sec"
+    # the absolute schedule: the second round starts 1 s after the first, however long the reads took, so each
+    # device's two read midpoints are 1 s apart (a relative sleep made it 1.02 s: 1 s + the two 10 ms reads)
+    assert res["seconds"]["b0"] == pytest.approx(1.0)
+    assert b0["rx_queue_1_xdp_packets"] == pytest.approx(22528)
+    assert b0["rx_queue_0_xdp_packets"] == pytest.approx(218176 - 195456)
+    assert res["rates"]["a0"] == {"tx_queue_0_xdp_xmit": pytest.approx(2000)}
+    assert res["lines"][-1] == "Ethtool(a0      ) stat:         2000 (          2,000) <= tx_queue_0_xdp_xmit /sec"
+    # measurement: veth's per-queue rx_queue_N_xdp_packets (the default), summed over both devices
+    m = check_measurement(res["measurement"], "ethtool", samples=1)
+    assert m["source"]["counter"] == "rx_queue_{queue}_xdp_packets" and m["source"]["devices"] == ["b0", "a0"]
+    assert m["packets"] == (218176 - 195456) + 22528 + 0
+    assert [(q["device"], q["queue"]) for q in m["per_rxq"]] == [("a0", 0), ("b0", 0), ("b0", 1)]
+    assert m["details"]["per_device"]["b0"] == pytest.approx(218176 - 195456 + 22528)
     assert [line.split("<= ")[1] for line in res["lines"][:4]] == [
         "rx_queue_0_xdp_bytes /sec", "rx_queue_0_xdp_packets /sec", "rx_queue_1_xdp_bytes /sec",
         "rx_queue_1_xdp_packets /sec"]
 
 
-def test_samples_average_include_exclude_and_reset(monkeypatch, capsys):
+def test_samples_average_include_exclude_and_reset(monkeypatch, capsys, check_measurement):
     snaps = [{"rx_packets": 0, "rx_bytes": 0, "tx_packets": 7}, {"rx_packets": 100, "rx_bytes": 6400, "tx_packets": 7},
              {"rx_packets": 300, "rx_bytes": 19200, "tx_packets": 7},
              # driver reset: counts from zero
@@ -141,6 +148,11 @@ def test_samples_average_include_exclude_and_reset(monkeypatch, capsys):
     assert [s["t"] for s in res["samples"]] == [0.5, 1.0, 1.5]
     assert res["rates"]["eth0"] == {"rx_packets": pytest.approx(350 / 1.5)}
     assert res["lines"] == [] and res["window"] == {"start": 1001.0, "end": 1002.5}
+    # measurement: rx_packets (the driver has no per-queue counter), the reset counted from zero
+    m = check_measurement(res["measurement"], "ethtool", samples=3)
+    assert m["source"]["counter"] == "rx_packets" and m["packets"] == 350 and m["per_rxq"] == []
+    assert [s["pps"] for s in m["samples"]] == [200.0, 400.0, 100.0]
+    assert m["window"]["start"] == 1001.0 and m["window"]["seconds"] == 1.5
 
     FakeHost(monkeypatch, {"eth0": snaps[:2]})
     res = run({"devices": ["eth0"], "changed_only": False, "exclude": ["^rx_bytes$"]}, capsys)
@@ -150,7 +162,7 @@ def test_samples_average_include_exclude_and_reset(monkeypatch, capsys):
 def test_bad_input_and_missing_device(monkeypatch, capsys):
     FakeHost(monkeypatch, {"eth0": [{"a": 1}, {"a": 2}]})
     for args, msg in [({"devices": []}, "at least one interface"),
-                      ({"devices": ["eth0"], "interval": 0}, "interval must be positive"),
+                      ({"devices": ["eth0"], "interval": 0}, "interval must be a positive number"),
                       ({"devices": ["eth0"], "samples": 0}, "samples must be at least 1"),
                       ({"devices": ["eth0"], "include": ["(unclosed"]}, "include: '(unclosed' is not a valid regular"),
                       ({"devices": ["way-too-long-interface-name"]}, "invalid interface name"),
@@ -158,3 +170,14 @@ def test_bad_input_and_missing_device(monkeypatch, capsys):
         res = run(args, capsys)
         assert res["failed"] and msg in res["msg"], (args, res["msg"])
     assert re.search(r"No such device", res["msg"])
+
+
+def test_pps_counter_per_queue_pattern_and_unknown_counter(monkeypatch, capsys, check_measurement):
+    before, after = (ethtool.parse_stats(fixture(f"veth_S_{w}.txt")) for w in ("before", "after"))
+    FakeHost(monkeypatch, {"b0": [before, after]})
+    res = run({"devices": ["b0"], "pps_counter": "rx_queue_{queue}_xdp_bytes"}, capsys)
+    m = check_measurement(res["measurement"], "ethtool", samples=1)
+    assert m["per_rxq"][1] == {"queue": 1, "pps": 1351680.0, "device": "b0", "counter": "rx_queue_1_xdp_bytes"}
+    FakeHost(monkeypatch, {"b0": [before, after]})
+    res = run({"devices": ["b0"], "pps_counter": "rx_xdp_drop"}, capsys)
+    assert res["failed"] and "pps_counter 'rx_xdp_drop' names no counter of b0" in res["msg"]
