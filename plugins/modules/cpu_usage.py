@@ -29,6 +29,7 @@ attributes:
     description: The module only reads counters; it runs unchanged in check mode and never reports a change.
   diff_mode:
     support: none
+    description: Nothing changes, so there is no diff.
 options:
   cpus:
     description:

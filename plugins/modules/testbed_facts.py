@@ -26,6 +26,7 @@ attributes:
     description: Read-only; runs unchanged in check mode.
   diff_mode:
     support: none
+    description: Nothing changes, so there is no diff.
 options:
   interfaces:
     description: Interfaces to describe, by name, in the module's network namespace.

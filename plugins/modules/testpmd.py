@@ -40,6 +40,7 @@ attributes:
         files would be removed.
   diff_mode:
     support: none
+    description: A run changes no configuration, so there is no diff.
 options:
   state:
     description:

@@ -144,8 +144,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reports what would be created, changed or removed without touching the host.
   diff_mode:
     support: full
+    description: Before and after of the namespaces and each veth end (MAC, MTU, state, addresses, queues, GRO, threaded NAPI).
 notes:
   - "Verified on Linux 6.18 (veth):"
   - "GRO on a veth end makes its NAPI instances exist (one per RX queue) without any XDP program; with

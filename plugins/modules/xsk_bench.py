@@ -33,6 +33,7 @@ attributes:
     description: Validates the input and the target and returns the command that would run; runs nothing.
   diff_mode:
     support: none
+    description: A run changes no configuration, so there is no diff.
 options:
   state:
     description:
