@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+from ansible_collections.xdplab.testbed.plugins.module_utils import _jsonl
+
 STDERR_TAIL_LINES = 10
 STDERR_TAIL_CHARS = 2000
 
@@ -291,8 +293,9 @@ class Process:
         if not line.isdigit():
             sup.wait(10)
             info = self.exit() or {}
-            raise ProcessError(info.get("error") or "%s could not be started (its supervisor exited with %s)"
-                               % (command[0], sup.returncode))
+            raise ProcessError(
+                info.get("error") or "%s could not be started (its supervisor exited with %s)" % (command[0], sup.returncode)
+            )
         pid = int(line)
         state = {
             "kind": self.kind,
@@ -389,12 +392,21 @@ class Process:
                 with open(self.exit_path) as f:
                     info = json.load(f)
             except (FileNotFoundError, ValueError):
-                supervisor_alive = state is not None and proc_start_time(state.get("supervisor_pid")) is not None \
+                supervisor_alive = (
+                    state is not None
+                    and proc_start_time(state.get("supervisor_pid")) is not None
                     and proc_start_time(state.get("supervisor_pid")) == state.get("supervisor_start_time")
+                )
                 if not supervisor_alive or time.monotonic() > deadline:
-                    info = {"exit_status": None, "signal": None, "note": (
-                        "its supervisor (pid %s) ended without recording it" % (state or {}).get("supervisor_pid")
-                        if not supervisor_alive else "its supervisor has not recorded it yet")}
+                    info = {
+                        "exit_status": None,
+                        "signal": None,
+                        "note": (
+                            "its supervisor (pid %s) ended without recording it" % (state or {}).get("supervisor_pid")
+                            if not supervisor_alive
+                            else "its supervisor has not recorded it yet"
+                        ),
+                    }
                     break
                 self._reap()
                 time.sleep(0.02)
@@ -409,15 +421,14 @@ class Process:
         return info
 
 
-def json_records(text):
-    """The JSON objects of a program's stdout, in order; other lines and a line cut by a kill are skipped."""
-    records = []
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            continue
+def json_records(text, warnings=None, source="stdout"):
+    """The JSON objects of a program's stdout, in order, read by the one JSON-lines reader (_jsonl, stream mode).
+
+    Lines that are not JSON objects are the program's other output and are skipped; a last line cut by a
+    kill, and any corrupt line, are not records. Pass a list as ``warnings`` to get those lines as
+    _jsonl.LineWarning (``source:line: ...``; a cut last line has kind ``cut``, not corruption).
+    """
+    records, found = _jsonl.parse(text, source, stream=True)
+    if warnings is not None:
+        warnings.extend(found)
     return records

@@ -20,7 +20,7 @@ description:
   - The generator runs detached; its pid, output and parameters live under O(run_dir), so a later task,
     an C(always:) section or a cleanup playbook can stop it.
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   backend:
     description:
@@ -33,6 +33,10 @@ options:
       - V(started) starts the generator unless the same run already runs (then nothing changes).
       - V(stopped) stops a running generator (SIGINT, then SIGKILL after O(stop_timeout)) and returns its summary;
         with O(wait=true) it first lets the run end by itself.
+      - A generator that died before it was stopped (killed by a signal, or exited with a non-zero status) makes
+        the first V(stopped) fail, naming the signal or status and the last lines of its stderr; it returns what
+        it can (RV(process), a partial RV(summary)). Any later V(stopped) of that run, or of a run that ended or
+        was never started, is not an error and changes nothing (an C(always:) step can stop again safely).
       - V(absent) stops it if it runs and removes the run's files (and O(run_dir) if that leaves it empty).
     type: str
     choices: [started, stopped, absent]
@@ -162,6 +166,38 @@ removed:
   returned: when O(state=absent) removed files
   type: list
   elements: str
+process:
+  description:
+    - How the generator process ended (O(state=stopped)), recorded by the supervisor that started it.
+    - On a failed stop it is returned with the failure, for the trial record's C(failure.process).
+  returned: when O(state=stopped) found a run
+  type: dict
+  contains:
+    pid:
+      description: Process id of the generator.
+      type: int
+      sample: 4242
+    exit_status:
+      description: Its exit status; null if a signal ended it or the status is unknown.
+      type: int
+      sample: 0
+    signal:
+      description: Number of the signal that ended it; null if it exited.
+      type: int
+      sample: 9
+    signal_name:
+      description: Name of that signal.
+      type: str
+      sample: SIGKILL
+    stderr_tail:
+      description: The last lines of its stderr.
+      type: str
+      sample: "xdplab-trafficgen: bpf_prog_test_run: No such device"
+msg:
+  description: What O(state=stopped) found when there was nothing to stop.
+  returned: when O(state=stopped) found no running or unreported run
+  type: str
+  sample: the generator run 'trial' was stopped already
 summary:
   description: What was sent, the same shape for every backend.
   returned: when O(state=stopped) and a run left output
@@ -211,11 +247,29 @@ summary:
     version:
       description: Version string of the generator program.
       type: str
+    complete:
+      description:
+        - False when the run printed no summary (it was killed) and these numbers come from its interval records.
+      type: bool
+      sample: true
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import _process
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators import GeneratorError, backend_for
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import ProcessRun
+
+
+def program_name(command):
+    """The program of a command line: its first word, or the script an interpreter runs."""
+    if not command:
+        return "generator"
+    first = os.path.basename(command[0])
+    if first.startswith("python") and len(command) > 1:
+        return os.path.basename(command[1])
+    return first
 
 
 class TrafficGenerator:
@@ -252,20 +306,76 @@ class TrafficGenerator:
         self.result.update(running=True, pid=state["pid"])
 
     def ensure_stopped(self):
+        """Stop the run and return its summary; a run that died before it was stopped fails, once.
+
+        The first stop of a run records its outcome in the state file; a later stop of the same run
+        (an always: step after the trial's own stop) returns that outcome again, changed=false, and never
+        fails. A run that was never started is not an error either.
+        """
         run = self.run_files
         state = run.load_state()
         if state is None:
-            return  # nothing was started under this name: nothing to stop, whatever the backend
-        backend = self.backend(state.get("backend", self.p["backend"]))
+            self.result["msg"] = "no generator run %r under %s: nothing to stop" % (self.p["name"], self.p["run_dir"])
+            return
         self.result["command"] = state.get("command", [])
-        if run.running(state):
+        if state.get("stop_reported") or state.get("exit_reported"):
+            self.result.update(
+                msg="the generator run %r was stopped already" % self.p["name"],
+                process=state.get("process") or _process.process_result(run.exit(state)),
+            )
+            if state.get("summary") is not None:
+                self.result["summary"] = state["summary"]
+            return
+        backend = self.backend(state.get("backend") or self.p["backend"])
+        was_running = run.running(state)
+        ended_by_itself = not was_running
+        signals = []
+        if was_running:
             self.result["changed"] = True
             if self.module.check_mode:
                 self.result["running"] = True
                 return
-            if not (self.p["wait"] and run.wait(self.p["duration"] + self.p["stop_timeout"])):
-                run.stop(self.p["stop_timeout"])
-        self.result["summary"] = backend.summary(state)
+            if self.p["wait"] and run.wait(self.p["duration"] + self.p["stop_timeout"], state):
+                ended_by_itself = True
+            else:
+                signals = run.stop(self.p["stop_timeout"])["signals"]
+        exit_info = run.exit(state)
+        process = _process.process_result(exit_info)
+        self.result["process"] = process
+        what = "the generator (%s, pid %s)" % (program_name(state.get("command")), state.get("pid"))
+        summary, no_summary = None, None
+        try:
+            summary = backend.summary(state, partial=True)
+        except GeneratorError as exc:
+            no_summary = str(exc)
+        if summary is not None:
+            self.result["summary"] = summary
+        if no_summary is None and not summary.get("complete", True):
+            no_summary = "it printed no summary line in %s, only %d interval records" % (
+                run.out_path,
+                len(summary.get("intervals", [])),
+            )
+        error = None
+        known = exit_info is not None and (exit_info.get("signal") is not None or exit_info.get("exit_status") is not None)
+        complete = summary is not None and summary.get("complete", True)
+        # died: it failed by itself (a signal we did not send: it may have been dying as we stopped it)
+        died = _process.failed(exit_info) and (exit_info or {}).get("signal_name") not in signals
+        if died and (known or not complete):
+            when = "before it was stopped" if ended_by_itself or exit_info.get("signal") is not None else "when it was stopped"
+            error = _process.failure_message(what, exit_info, when)
+        elif not complete and "SIGKILL" in signals:
+            error = "%s did not stop within %gs of SIGINT and was killed (SIGKILL); %s" % (
+                what,
+                self.p["stop_timeout"],
+                no_summary,
+            )
+        elif not complete:
+            error = "%s %s, but %s" % (what, _process.describe(exit_info), no_summary)
+        elif died:
+            self.module.warn("%s %s; its summary is used" % (what, _process.describe(exit_info)))
+        run.update_state(stop_reported=True, summary=summary, process=process, error=error)
+        if error:
+            raise GeneratorError(error, process=process)
 
     def ensure_absent(self):
         run = self.run_files
@@ -314,10 +424,12 @@ def main():
         required_if=[("state", "started", ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip"))],
         supports_check_mode=True,
     )
+    runner = TrafficGenerator(module)
     try:
-        result = TrafficGenerator(module).run()
+        result = runner.run()
     except GeneratorError as exc:
-        module.fail_json(msg=str(exc))
+        extra = {"process": exc.process} if exc.process else {}
+        module.fail_json(msg=str(exc), **dict(runner.result, **extra))
     module.exit_json(**result)
 
 

@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import sys
 import textwrap
+import time
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators import GeneratorError, backend_for
@@ -63,13 +65,15 @@ def test_process_run_start_stop_and_summary(tmp_path, fake):
     assert os.path.exists(run.state_path)
     with open(run.state_path) as f:
         assert json.load(f)["pid"] == state["pid"]
-    assert run.stop(timeout=5) is True
+    stopped = run.stop(timeout=5)
+    assert stopped["was_running"] and stopped["signals"] == ["SIGINT"]
+    assert stopped["exit"]["exit_status"] == 0  # it handled SIGINT and printed its summary
     assert not run.running()
     records = run.json_lines()
     assert records[-1]["type"] == "summary"
     assert records[-1]["sent"] > 0
-    # stopping again is a no-op
-    assert run.stop(timeout=1) is False
+    # stopping again is a no-op, not an error
+    assert run.stop(timeout=1)["was_running"] is False
 
 
 def test_process_run_wait_for_natural_end(tmp_path, fake):
@@ -81,7 +85,7 @@ def test_process_run_wait_for_natural_end(tmp_path, fake):
 
 def test_process_that_fails_at_start_reports_its_stderr(tmp_path):
     run = ProcessRun(str(tmp_path), "bad")
-    with pytest.raises(GeneratorError, match="exited with status 3 at start: no such device"):
+    with pytest.raises(GeneratorError, match="exited with status 3 at start; stderr: no such device"):
         run.spawn([sys.executable, "-c", "import sys; sys.stderr.write('no such device'); sys.exit(3)"], {})
 
 
@@ -100,7 +104,7 @@ def test_remove_deletes_the_run_and_an_empty_run_dir(tmp_path, fake):
     other.spawn([*fake, "0.1"], {})
     assert other.wait(timeout=10)
     run.stop(timeout=5)
-    assert len(run.files()) == 3
+    assert len(run.files()) == 4  # state, stdout, stderr, exit
     run.remove()
     assert run.files() == [] and run_dir.exists()  # the other run's files stay
     other.remove()
@@ -110,10 +114,25 @@ def test_remove_deletes_the_run_and_an_empty_run_dir(tmp_path, fake):
 def _xdp_live(tmp_path, **over):
     from ansible_collections.xdplab.testbed.plugins.module_utils._generators.xdp_live import XdpLiveGenerator
 
-    params = dict(run_dir=str(tmp_path), name="t", interface="lo", src_mac="02:00:00:00:00:01",
-                  dst_mac="02:00:00:00:00:02", src_ip="10.0.0.1", dst_ip="10.0.0.2", packet_len=64,
-                  stream_count=1, port_base=12, queues=1, cpus=[0], duration=5, batch=64, rate_pps=0.0,
-                  backend_options={}, binary=sys.executable)
+    params = dict(
+        run_dir=str(tmp_path),
+        name="t",
+        interface="lo",
+        src_mac="02:00:00:00:00:01",
+        dst_mac="02:00:00:00:00:02",
+        src_ip="10.0.0.1",
+        dst_ip="10.0.0.2",
+        packet_len=64,
+        stream_count=1,
+        port_base=12,
+        queues=1,
+        cpus=[0],
+        duration=5,
+        batch=64,
+        rate_pps=0.0,
+        backend_options={},
+        binary=sys.executable,
+    )
     params.update(over)
     return XdpLiveGenerator(params, run_command=None)
 
@@ -132,3 +151,129 @@ def test_rate_cap_reaches_the_command_line_and_the_run_identity(tmp_path):
 def test_xdp_live_rejects_backend_options(tmp_path):
     with pytest.raises(GeneratorError, match=r"takes no backend_options .*server"):
         _xdp_live(tmp_path, backend_options={"server": "127.0.0.1"}).validate()
+
+
+# -- traffic_generator state=stopped: a generator that died, a second stop, an absent run (real processes) -----
+# prints a record per 20 ms like xdplab-trafficgen, a summary on SIGINT; "ready" on stderr once running
+FAKE_GEN = textwrap.dedent(
+    """\
+    #!%s
+    import json, signal, sys, time
+    def bye(*_):
+        print(json.dumps({"type": "summary", "sent": 5000, "elapsed_s": 0.1, "pps": 50000.0, "version": "fake"}),
+              flush=True)
+        sys.exit(0)
+    signal.signal(signal.SIGINT, bye)
+    print("ready", file=sys.stderr, flush=True)
+    while True:
+        time.sleep(0.02)
+        print(json.dumps({"type": "interval", "sent": 1000, "interval_s": 0.02, "pps": 50000.0}), flush=True)
+    """
+    % sys.executable
+)
+
+
+class FakeModule:
+    def __init__(self, params):
+        self.params = params
+        self.check_mode = False
+        self.warnings = []
+
+    def run_command(self, argv):
+        return 1, "", "no ethtool here"  # egress counters unknown
+
+    def warn(self, msg):
+        self.warnings.append(msg)
+
+
+def _load_module():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "plugins", "modules", "traffic_generator.py")
+    spec = importlib.util.spec_from_file_location("traffic_generator_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def generator(tmp_path):
+    binary = tmp_path / "xdplab-trafficgen"
+    binary.write_text(FAKE_GEN)
+    binary.chmod(0o755)
+    mod = _load_module()
+    base = dict(backend="xdp_live", name="trial", run_dir=str(tmp_path / "run"), interface="lo",
+                src_mac="02:00:00:00:00:01", dst_mac="02:00:00:00:00:02", src_ip="10.0.0.1", dst_ip="10.0.0.2",
+                packet_len=64, stream_count=1, port_base=12, queues=1, cpus=[0], duration=30, batch=64,
+                rate_pps=0.0, backend_options={}, binary=str(binary), wait=False, stop_timeout=5.0)  # fmt: skip
+
+    def run(state, **over):
+        module = FakeModule(dict(base, state=state, **over))
+        return mod.TrafficGenerator(module).run(), module
+
+    return run
+
+
+def _ready(run_dir):
+    err = os.path.join(run_dir, "trial.err")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if os.path.exists(err):
+            with open(err) as f:
+                if "ready" in f.read():
+                    return
+        time.sleep(0.02)
+    raise AssertionError("the fake generator did not start")
+
+
+def test_stop_returns_the_summary_and_a_second_stop_is_not_an_error(generator, tmp_path):
+    started, _m = generator("started")
+    assert started["changed"] and started["running"]
+    _ready(str(tmp_path / "run"))
+    first, _m = generator("stopped")
+    assert first["changed"] is True
+    assert first["summary"]["sent"] == 5000 and first["summary"]["complete"] is True
+    assert first["process"]["exit_status"] == 0 and first["process"]["signal"] is None
+    second, _m = generator("stopped")
+    assert second["changed"] is False and "stopped already" in second["msg"]
+    assert second["summary"] == first["summary"]
+
+
+def test_a_generator_killed_mid_trial_fails_the_first_stop_only(generator, tmp_path):
+    started, _m = generator("started")
+    _ready(str(tmp_path / "run"))
+    time.sleep(0.1)
+    os.kill(started["pid"], signal.SIGKILL)
+    with pytest.raises(GeneratorError) as failure:
+        generator("stopped")
+    msg = str(failure.value)
+    assert msg.startswith(
+        "the generator (xdplab-trafficgen, pid %d) was killed by signal 9 (SIGKILL) before it was stopped; stderr: ready"
+        % started["pid"]
+    )
+    assert failure.value.process == {"pid": started["pid"], "exit_status": None, "signal": 9, "signal_name": "SIGKILL",
+                                     "stderr_tail": "ready"}  # fmt: skip
+    # the always: step's stop: not an error, nothing changes, the same process facts and the partial summary
+    second, _m = generator("stopped")
+    assert second["changed"] is False and second["process"]["signal_name"] == "SIGKILL"
+    assert second["summary"]["complete"] is False and second["summary"]["sent"] >= 1000
+
+
+def test_a_generator_that_exits_with_an_error_names_the_status(generator, tmp_path):
+    started, _m = generator("started")
+    _ready(str(tmp_path / "run"))
+    with open(os.path.join(str(tmp_path / "run"), "trial.state.json")) as f:
+        supervisor = json.load(f)["supervisor_pid"]
+    os.kill(started["pid"], signal.SIGTERM)  # no handler: it dies of SIGTERM
+    deadline = time.monotonic() + 5
+    while os.path.exists("/proc/%d" % supervisor) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with pytest.raises(GeneratorError, match=r"was killed by signal 15 \(SIGTERM\) before it was stopped"):
+        generator("stopped")
+
+
+def test_stop_of_an_absent_generator_is_not_an_error(generator):
+    result, _m = generator("stopped")
+    assert result["changed"] is False and "nothing to stop" in result["msg"]
+    absent, _m = generator("absent")
+    assert absent["changed"] is False

@@ -83,10 +83,17 @@ def test_kill_9_is_reported_with_the_signal_and_stderr(tmp_path):
     assert info["stop_requested"] is False
     assert _process.failed(info)
     assert _process.process_result(info) == {
-        "pid": state["pid"], "exit_status": None, "signal": 9, "signal_name": "SIGKILL", "stderr_tail": "ready"}
+        "pid": state["pid"],
+        "exit_status": None,
+        "signal": 9,
+        "signal_name": "SIGKILL",
+        "stderr_tail": "ready",
+    }
     msg = _process.failure_message("the generator (gen, pid %d)" % state["pid"], info)
-    assert msg == "the generator (gen, pid %d) was killed by signal 9 (SIGKILL) before it was stopped; stderr: ready" % (
-        state["pid"])
+    assert (
+        msg
+        == "the generator (gen, pid %d) was killed by signal 9 (SIGKILL) before it was stopped; stderr: ready" % (state["pid"])
+    )
     # stopping it now is not an error, and says it was not running
     again = run.stop()
     assert again["was_running"] is False and again["signals"] == [] and again["exit"]["signal"] == 9

@@ -212,7 +212,7 @@ class TrexGenerator:
         # the runner connects, resets the ports and loads the profile before it sends: give it time to fail early
         return self.run.spawn(self.command(), params, settle=2.0)
 
-    def summary(self, state):
+    def summary(self, state, partial=False):  # partial: T-Rex's runner prints no partial counts
         records = self.run.json_lines()
         final = next((r for r in reversed(records) if r.get("type") == "summary"), None)
         if final is None:

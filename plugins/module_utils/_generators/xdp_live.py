@@ -130,12 +130,20 @@ class XdpLiveGenerator:
         state = self.run.spawn(self.command(), params)
         return state
 
-    def summary(self, state):
+    def summary(self, state, partial=False):
+        """The run's summary from its last JSON line; with partial=True, a run cut short (killed) gets one
+        from its interval records instead, marked complete=false."""
         records = self.run.json_lines()
         final = next((r for r in reversed(records) if r.get("type") == "summary"), None)
+        intervals = [r for r in records if r.get("type") == "interval"]
+        if final is None and partial and intervals:
+            seconds = sum(r.get("interval_s", 0) for r in intervals)
+            sent = sum(r.get("sent", 0) for r in intervals)
+            final = {"sent": sent, "elapsed_s": seconds, "pps": sent / seconds if seconds else 0.0, "complete": False}
         if final is None:
             raise GeneratorError(
-                "the generator left no summary in %s: %s" % (self.run.out_path, self.run.read_err().strip() or "no error")
+                "the generator left no summary in %s (stderr: %s)"
+                % (self.run.out_path, self.run.read_err().strip() or "empty")
             )
         params = (state or {}).get("params", {})
         before = params.get("egress_before")
@@ -154,7 +162,8 @@ class XdpLiveGenerator:
             "stream_count": final.get("flows", self.p["stream_count"]),
             "queues": final.get("queues", self.p["queues"]),
             "threads": final.get("threads", []),
-            "intervals": [r for r in records if r.get("type") == "interval"],
+            "intervals": intervals,
+            "complete": final.get("complete", True),
             "egress": egress,
             "version": final.get("version", ""),
             "command": (state or {}).get("command", []),
