@@ -63,7 +63,7 @@ options:
       - V(txpush) sends a UDP frame template (O(src_mac), O(dst_mac), O(src_ip), O(dst_ip), O(packet_len),
         O(dst_port)); its rate is the TX completion rate.
       - V(l2fwd) receives, swaps the MAC addresses and sends back out of the same queue; its rate is the RX rate
-        (O(tx_pps) in the result is what was sent back).
+        (RV(tx_pps) is what was sent back).
     type: str
     choices: [rxdrop, txpush, l2fwd]
     default: rxdrop
@@ -166,7 +166,7 @@ notes:
     peer's XDP program redirects to be received; with O(xdp_mode=skb) GRO must be on.
   - With O(xdp_mode=skb) on veth every frame reaches generic XDP as RX queue 0 (veth does not record the RX queue
     in the skb), so only the socket of queue 0 receives; native mode keeps the veth RX queues apart.
-  - O(per_cpu) is by the CPU of the socket's thread; where the XDP program and the copy into the socket run is
+  - RV(per_cpu) is by the CPU of the socket's thread; where the XDP program and the copy into the socket run is
     the CPU that runs the queue's NAPI (on veth, the sender's CPU).
 seealso:
   - module: xdplab.testbed.xdp_stats
@@ -220,7 +220,7 @@ tx_pps:
   returned: when measured
   type: float
 packets:
-  description: Frames counted for O(pps) over the window.
+  description: Frames counted for RV(pps) over the window.
   returned: when measured
   type: int
 seconds:
@@ -244,7 +244,7 @@ samples:
   type: list
   elements: dict
 per_rxq:
-  description: Per queue over the window, its thread's cpu, pps (as O(pps)), rx_pps and tx_pps.
+  description: Per queue over the window, its thread's cpu, pps (as RV(pps)), rx_pps and tx_pps.
   returned: when measured
   type: list
   elements: dict
