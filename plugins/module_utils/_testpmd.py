@@ -21,6 +21,7 @@ import subprocess
 import time
 
 # a process is ours when its start time matches the one recorded (pids are recycled)
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement, _xdp_counters
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import proc_start_time
 
 FORWARD_MODES = ("rxonly", "txonly", "io", "mac", "macswap")
@@ -489,6 +490,32 @@ def summarize(snaps, streams, fwd_first=None, fwd_last=None, summary=None):
         "per_rxq_source": source,
         "per_lcore": [per_lcore[k] for k in sorted(per_lcore)],
     }
+
+
+def measurement_of(summary, snaps, forward_mode):
+    """The one ``measurement`` shape (_measurement) from ``summarize``'s result and its xstats snapshots.
+
+    pps is the RX rate of all ports (the top-level ``pps``); per_cpu are the forwarding lcores (EAL ``-l``: an
+    lcore id is its CPU); the imbalance verdict covers the lcores, and the RX queues when there is one port
+    (queue ids of several ports would collide).
+    """
+    def rx_total(xstats):
+        return sum(port_counters(x)["rx_packets"] or 0 for x in xstats.values())
+
+    samples = _measurement.samples_from_counts(snaps, rx_total)
+    per_cpu = [{"cpu": e["lcore"], "pps": e["pps"]} for e in summary["per_lcore"]]
+    per_rxq = [dict(q) for q in summary["per_rxq"] if q["pps"] is not None]
+    single_port = len({q["port"] for q in per_rxq}) <= 1
+    imbalance = (_xdp_counters.imbalance(per_cpu, per_rxq if single_port else [])
+                 if (per_cpu or per_rxq) and summary["pps"] else None)
+    source = {"kind": "testpmd", "at": _measurement.AT_DUT, "forward_mode": forward_mode,
+              "counter": XSTAT_PORT["rx_packets"], "per_rxq_source": summary["per_rxq_source"],
+              "ports": [e["name"] for e in summary["ports"]]}
+    return _measurement.measurement(
+        summary["pps"], _measurement.window_of(snaps[0][0], snaps[-1][0]), source,
+        packets=sum(e["rx_packets"] or 0 for e in summary["ports"]), per_cpu=per_cpu, per_rxq=per_rxq,
+        samples=samples, imbalance=imbalance,
+        details={"tx_pps": summary["tx_pps"], "rx_missed_pps": sum(e["rx_missed_pps"] or 0 for e in summary["ports"])})
 
 
 def _fwd_rxq(first, last, seconds, lcore_of):

@@ -12,10 +12,12 @@ version_added: 0.2.0
 author:
   - xdplab.testbed developers (!UNKNOWN)
 description:
-  - Runs C(dpdk-testpmd) in interactive mode on a pseudo-terminal, starts forwarding, waits O(warmup) seconds,
-    reads C(show port xstats all) O(samples)+1 times every O(interval) seconds (timestamps on CLOCK_MONOTONIC,
-    Python's C(time.monotonic), so the window can be matched with the traffic generator's per-second records),
-    then sends C(stop) and C(quit).
+  - Runs C(dpdk-testpmd) in interactive mode on a pseudo-terminal, starts forwarding, and reads
+    C(show port xstats all) on the collection's one sampler (O(warmup) after C(start), then O(samples)+1 reads every
+    O(interval) seconds on an absolute schedule; timestamps on CLOCK_MONOTONIC at the midpoint of each command, so
+    the window can be matched with the traffic generator's per-second records), then sends C(stop) and C(quit).
+  - RV(measurement) is the one measurement shape (doc fragment xdplab.testbed.measurement) of the RX rate of all
+    ports; its C(source) is C(kind=testpmd), C(at=dut); C(per_cpu) are the forwarding lcores.
   - Returns the RX and TX packet rates per port and per RX queue (per-queue xstats C(rx_qN_packets), or testpmd's
     per-stream forward statistics for drivers without them), per forwarding lcore, and the burst mode each port's
     driver reports through C(show rxq info) and C(show txq info), for example C(Vector AVX2) or C(Scalar) (the
@@ -31,6 +33,10 @@ description:
     queues in C(/sys/class/net/IF/queues)), lcores that are not online CPUs, too few lcores for O(nb_cores),
     and missing hugepages. EAL and testpmd failures that remain (port not probed, more queues than a PCI port
     has) are mapped from testpmd's own messages to a clear error.
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.sampling
+  - xdplab.testbed.measurement
 attributes:
   check_mode:
     support: full
@@ -132,17 +138,7 @@ options:
     description: EAL C(--file-prefix) (runtime directory C(/var/run/dpdk/<file_prefix>)); default C(xdplab-<name>).
     type: str
   warmup:
-    description: Seconds between C(start) and the first counter read.
-    type: float
     default: 1.0
-  interval:
-    description: Seconds per sample.
-    type: float
-    default: 1.0
-  samples:
-    description: Number of samples; the window is O(samples) x O(interval) seconds.
-    type: int
-    default: 3
   extra_eal_args:
     description: More EAL arguments (before C(--)).
     type: list
@@ -199,6 +195,29 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+measurement:
+  description:
+    - The one measurement shape (doc fragment xdplab.testbed.measurement, in the notes; docs/ARCHITECTURE.md), of the
+      RX rate of all ports (RV(pps)).
+    - "C(source) is C({kind: testpmd, at: dut, forward_mode, counter: rx_good_packets, per_rxq_source, ports});
+      C(per_cpu) are the forwarding lcores (an lcore is its CPU), C(per_rxq) RV(per_rxq); C(details) has C(tx_pps)
+      and C(rx_missed_pps)."
+  returned: state=measured and not check mode
+  type: dict
+  sample:
+    pps: 1473399.0
+    packets: 4420197
+    ns_per_packet: 678.7
+    per_cpu: [{cpu: 1, pps: 1473399.0}]
+    per_rxq: [{port: 0, queue: 0, packets: 4420197, pps: 1473399.0, lcore: 1}]
+    samples: [{t: 1.0, seconds: 1.0, packets: 1473399, pps: 1473399.0}]
+    spread: {min_pps: 1473399.0, max_pps: 1473399.0, stdev_pps: 0.0, cv: 0.0}
+    queue_spread: 1.0
+    imbalance: {imbalanced: false, reason: "balanced: a single active CPU (CPU 1)"}
+    window: {start: 6940.51, end: 6943.51, seconds: 3.0, clock: CLOCK_MONOTONIC}
+    source: {kind: testpmd, at: dut, forward_mode: rxonly, counter: rx_good_packets, per_rxq_source: xstats,
+             ports: [net_af_xdp0]}
+    details: {tx_pps: 0.0, rx_missed_pps: 966666.7}
 pps:
   description: Received packets per second over the window, all ports (for rxonly, the drop rate).
   returned: state=measured and not check mode
@@ -325,15 +344,17 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
 from ansible_collections.xdplab.testbed.plugins.module_utils import _testpmd as tp
 
 
 class Testpmd:
     """Does the work; main() only wires it."""
 
-    def __init__(self, module):
+    def __init__(self, module, clock=None, sleep=None):
         self.module = module
         self.p = dict(module.params)
+        self.clock, self.sleep = clock or time.monotonic, sleep or time.sleep
         self.result = {"changed": False, "command": [], "notes": []}
         self.run_files = tp.RunFiles(self.p["run_dir"], self.p["name"])
         self.afxdp_ifaces = []
@@ -352,15 +373,18 @@ class Testpmd:
             self.fail("file_prefix %r may only hold letters, digits, '_', '.', '-'" % p["file_prefix"])
         if not p["ports"]:
             self.fail("ports is empty: give at least one PCI address or virtual device (net_af_xdp0,iface=IF, ...)")
-        for key in ("nb_cores", "rxq", "txq", "samples"):
+        for key in ("nb_cores", "rxq", "txq"):
             if p[key] < 1:
                 self.fail("%s must be at least 1, got %d" % (key, p[key]))
+        try:
+            self.sampler = _measurement.Sampler.from_params(p, clock=self.clock, sleep=self.sleep)
+        except _measurement.SamplingError as exc:
+            self.fail(str(exc))
         for key in ("rxd", "txd", "burst", "mbufs", "memory_mb"):
             if p[key] is not None and p[key] < 1:
                 self.fail("%s must be a positive number, got %d" % (key, p[key]))
-        if p["interval"] <= 0 or p["warmup"] < 0 or p["timeout"] <= 0:
-            self.fail("interval and timeout must be positive and warmup zero or more (got interval=%s, warmup=%s, "
-                      "timeout=%s)" % (p["interval"], p["warmup"], p["timeout"]))
+        if p["timeout"] <= 0:
+            self.fail("timeout must be a positive number of seconds, got %s" % p["timeout"])
         if p["forward_mode"] not in tp.FORWARD_MODES:  # argument_spec checks too; kept for direct callers
             self.fail("unknown forward_mode %r; use one of %s" % (p["forward_mode"], ", ".join(tp.FORWARD_MODES)))
         if p["no_huge"] and not p["memory_mb"]:
@@ -492,7 +516,7 @@ class Testpmd:
 
     def stop_leftover(self, state):
         """Stop a recorded run that is still alive; clean what it leaves (runtime dir, XDP program)."""
-        tp.kill_process(state["pid"], state["start_time"])
+        self.run_files.stop_recorded()
         self.cleanup_after(state.get("file_prefix"), state.get("afxdp_ifaces") or [], killed=True)
 
     def cleanup_after(self, file_prefix, afxdp_ifaces, killed):
@@ -549,10 +573,9 @@ class Testpmd:
         os.makedirs(p["run_dir"], exist_ok=True)
         session = None
         try:
-            session = tp.Session(command, log_path=self.run_files.log_path)
-            self.run_files.save({"pid": session.pid, "start_time": session.start_time, "command": command,
-                                 "file_prefix": p["file_prefix"], "afxdp_ifaces": self.afxdp_ifaces,
-                                 "started": time.time(), "started_monotonic": time.monotonic()})
+            # through the one process helper: its supervisor records how testpmd ended, even after a kill -9
+            session = tp.Session(command, log_path=self.run_files.log_path, run_files=self.run_files,
+                                 extra_state={"file_prefix": p["file_prefix"], "afxdp_ifaces": self.afxdp_ifaces})
             self.measure(session)  # quit is sent by close()
         except tp.TestpmdError as exc:
             text = exc.transcript or (session.text() if session else "")
@@ -560,6 +583,11 @@ class Testpmd:
             reason = tp.explain_failure(text, self.ports, p["lcores"], self.online_cpus())
             self.result["failed_reason"] = str(exc)
             self.close(session)
+            if exc.process:
+                self.result["process"] = exc.process
+            if exc.process and exc.process.get("signal") is not None:
+                # killed: the signal is the cause, whatever the transcript's last lines suggest
+                self.fail("%s%s" % (exc, "; %s" % reason if reason else ""))
             self.fail(reason or "%s; see eal_log" % exc)
         finally:
             self.close(session)
@@ -572,7 +600,7 @@ class Testpmd:
         rc = session.close()
         # a run that did not quit by itself (killed, or EAL exited early) may leave net_af_xdp's program behind
         self.cleanup_after(self.p["file_prefix"], self.afxdp_ifaces, killed=rc != 0)
-        for path in (self.run_files.state_path,):
+        for path in (self.run_files.state_path, self.run_files.exit_path):
             if os.path.exists(path):
                 os.unlink(path)
         self.result["exit_status"] = rc
@@ -621,24 +649,24 @@ class Testpmd:
         if mode is None:
             raise tp.TestpmdError("testpmd did not start forwarding: %s" % " ".join(start_text.split())[:300], s.text())
         self.result["streams"] = streams
-        if p["warmup"] > 0:
-            time.sleep(p["warmup"])
-        fwd_first = tp.parse_fwd_stats(s.command("show fwd stats all", p["timeout"])[0])
-        snaps = []
-        start = None
-        for i in range(p["samples"] + 1):
-            if start is not None:
-                delay = start + i * p["interval"] - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
+        # the one sampler: warm-up, then samples + 1 xstats reads on an absolute schedule; each read is timed at the
+        # midpoint of its command on the pty (sent, prompt back), the fwd stats read once after the warm-up
+        fwd = {}
+
+        def before_window():
+            fwd["first"] = tp.parse_fwd_stats(s.command("show fwd stats all", p["timeout"])[0])
+
+        def read():
             out, sent, done = s.command("show port xstats all", p["timeout"])
-            t = (sent + done) / 2.0
-            start = t if start is None else start
-            snaps.append((t, tp.parse_xstats(out)))
+            return (sent + done) / 2.0, tp.parse_xstats(out)
+
+        snaps = [snap for _t, snap in self.sampler.run(read, before_window=before_window)]
+        fwd_first = fwd["first"]
         fwd_last = tp.parse_fwd_stats(s.command("show fwd stats all", p["timeout"])[0])
         stop_text = s.command("stop", p["timeout"])[0]
         self.result["run_totals"] = tp.parse_fwd_stats(stop_text)
         summary_result = tp.summarize(snaps, streams, fwd_first, fwd_last, summary)
+        self.result["measurement"] = tp.measurement_of(summary_result, snaps, mode)
         for entry in summary_result["ports"]:
             entry.update(port_extra.get(entry["port"], {}))
         self.result.update(summary_result)
@@ -646,37 +674,40 @@ class Testpmd:
             self.module.warn("testpmd: %s" % w)
 
 
+def argument_spec():
+    return dict(
+        _measurement.SAMPLING_ARGUMENT_SPEC,
+        state=dict(type="str", default="measured", choices=["measured", "absent"]),
+        name=dict(type="str", default="testpmd"),
+        run_dir=dict(type="path", default="/run/xdplab/testpmd"),
+        binary=dict(type="path"),
+        ports=dict(type="list", elements="str", default=[]),
+        devargs=dict(type="str"),
+        forward_mode=dict(type="str", default="rxonly", choices=list(tp.FORWARD_MODES)),
+        lcores=dict(type="list", elements="int"),
+        nb_cores=dict(type="int", default=1),
+        rxq=dict(type="int", default=1),
+        txq=dict(type="int", default=1),
+        rxd=dict(type="int"),
+        txd=dict(type="int"),
+        burst=dict(type="int"),
+        mbufs=dict(type="int"),
+        rss=dict(type="str", choices=["udp", "ip", "none"]),
+        max_simd_bitwidth=dict(type="int", choices=list(tp.SIMD_BITWIDTHS)),
+        no_huge=dict(type="bool", default=False),
+        memory_mb=dict(type="int"),
+        huge_dir=dict(type="path"),
+        file_prefix=dict(type="str"),
+        warmup=dict(type="float", default=1.0),
+        extra_eal_args=dict(type="list", elements="str", default=[]),
+        extra_args=dict(type="list", elements="str", default=[]),
+        timeout=dict(type="float", default=60.0),
+    )
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", default="measured", choices=["measured", "absent"]),
-            name=dict(type="str", default="testpmd"),
-            run_dir=dict(type="path", default="/run/xdplab/testpmd"),
-            binary=dict(type="path"),
-            ports=dict(type="list", elements="str", default=[]),
-            devargs=dict(type="str"),
-            forward_mode=dict(type="str", default="rxonly", choices=list(tp.FORWARD_MODES)),
-            lcores=dict(type="list", elements="int"),
-            nb_cores=dict(type="int", default=1),
-            rxq=dict(type="int", default=1),
-            txq=dict(type="int", default=1),
-            rxd=dict(type="int"),
-            txd=dict(type="int"),
-            burst=dict(type="int"),
-            mbufs=dict(type="int"),
-            rss=dict(type="str", choices=["udp", "ip", "none"]),
-            max_simd_bitwidth=dict(type="int", choices=list(tp.SIMD_BITWIDTHS)),
-            no_huge=dict(type="bool", default=False),
-            memory_mb=dict(type="int"),
-            huge_dir=dict(type="path"),
-            file_prefix=dict(type="str"),
-            warmup=dict(type="float", default=1.0),
-            interval=dict(type="float", default=1.0),
-            samples=dict(type="int", default=3),
-            extra_eal_args=dict(type="list", elements="str", default=[]),
-            extra_args=dict(type="list", elements="str", default=[]),
-            timeout=dict(type="float", default=60.0),
-        ),
+        argument_spec=argument_spec(),
         required_if=[("state", "measured", ("ports",))],
         supports_check_mode=True,
     )

@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils import _testpmd as tp
@@ -32,7 +33,7 @@ def replay(name):
 # ------------------------------------------------------------------------------------------------ real sessions
 
 
-def test_af_packet_two_queues_session():
+def test_af_packet_two_queues_session(check_measurement):
     banner, out = replay("af_packet_rxonly_2q.log")
     assert tp.parse_version(banner) == "DPDK 22.11.11"
     assert list(out) == ["show port summary all", "show port info 0", "show rxq info 0 0", "show txq info 0 0",
@@ -77,6 +78,11 @@ def test_af_packet_two_queues_session():
     assert [s["t"] for s in res["samples"]] == [1.0, 2.0, 3.0]
     assert sum(s["rx_pps"] for s in res["samples"]) == pytest.approx(total)
     assert res["window"] == {"start": 0.0, "end": 3.0} and res["tx_pps"] == 0
+    m = check_measurement(tp.measurement_of(res, snaps, mode), "testpmd", samples=3)
+    assert m["pps"] == res["pps"] and m["packets"] == total and m["per_cpu"] == [{"cpu": 1, "pps": res["pps"]}]
+    assert [s["packets"] for s in m["samples"]] == [round(s["rx_pps"]) for s in res["samples"]]
+    assert m["source"]["per_rxq_source"] == "xstats" and m["source"]["ports"] == ["net_af_packet0"]
+    assert m["imbalance"]["active_queues"] == [0, 1] and m["queue_spread"] >= 1.0
 
 
 def test_af_xdp_scalar_session_counts_missed():
@@ -114,7 +120,7 @@ def test_per_rxq_from_fwd_stats_when_no_queue_xstats():
     assert fwd_total == pytest.approx(res["ports"][0]["rx_packets"], rel=0.1)
 
 
-def test_null_two_ports_io():
+def test_null_two_ports_io(check_measurement):
     _banner, out = replay("null_io_2ports_2q.log")
     summary = tp.parse_port_summary(out["show port summary all"][0])
     assert [p["name"] for p in summary] == ["net_null0", "net_null1"]
@@ -124,6 +130,9 @@ def test_null_two_ports_io():
     assert sorted(xstats[0]) == [0, 1]
     res = tp.summarize([(float(i), x) for i, x in enumerate(xstats)], streams, None, None, summary)
     assert res["tx_pps"] > 0 and len(res["per_rxq"]) == 4
+    m = check_measurement(tp.measurement_of(res, [(float(i), x) for i, x in enumerate(xstats)], mode), "testpmd")
+    assert m["details"]["tx_pps"] == res["tx_pps"] and len(m["per_rxq"]) == 4
+    assert m["imbalance"]["active_queues"] == []  # two ports: their queue ids would collide, so lcores only
     assert sum(q["pps"] for q in res["per_rxq"]) == pytest.approx(res["pps"])
     stats = tp.parse_port_stats(
         "\n  ######################## NIC statistics for port 0  ########################\n"
@@ -278,7 +287,7 @@ def test_absent_is_idempotent_and_removes_files(capsys, tmp_path):
     assert res["changed"] is False
     # a run that died: its pid is gone, its files remain
     (tmp_path / "t1.json").write_text(json.dumps({"pid": 2 ** 22 + 7, "start_time": 1, "command": ["x"],
-                                                   "file_prefix": "xd-tp-unit-none", "afxdp_ifaces": []}))
+  "file_prefix": "xd-tp-unit-none", "afxdp_ifaces": []}))
     (tmp_path / "t1.log").write_text("testpmd> ")
     res = run_module({"state": "absent", "name": "t1", "run_dir": str(tmp_path), "_ansible_check_mode": True}, capsys)
     assert res["changed"] is True and "stopped" not in res and len(res["removed"]) == 2
@@ -287,3 +296,46 @@ def test_absent_is_idempotent_and_removes_files(capsys, tmp_path):
     assert res["changed"] is True and not (tmp_path / "t1.json").exists()
     res = run_module({"state": "absent", "name": "t1", "run_dir": str(tmp_path)}, capsys)
     assert res["changed"] is False
+
+
+class ReplaySession:
+    """A testpmd session that answers from a captured transcript, on the fake clock (each command takes 10 ms)."""
+
+    def __init__(self, name, clock):
+        self.banner, self.out = replay(name)
+        self.clock, self.sent = clock, []
+
+    def until_prompt(self, timeout):
+        return self.banner
+
+    def command(self, line, timeout=15.0):
+        sent = self.clock.now
+        self.sent.append((line, sent))
+        self.clock.now += 0.01
+        return self.out[line].pop(0), sent, self.clock.now
+
+    def text(self):
+        return ""
+
+
+def test_measure_runs_the_sampler_on_the_session(no_start, tmp_path, fake_clock, check_measurement):
+    """measure() on a replayed net_null io session: the Sampler's warm-up, absolute schedule and read midpoints."""
+    args = dict(BASE, ports=["net_null0", "net_null1"], forward_mode="io", rxq=2, txq=2, warmup=2, interval=1,
+                samples=2, run_dir=str(tmp_path))
+    with patch_module_args(args):
+        ansible_module = AnsibleModule(argument_spec=module.argument_spec(), supports_check_mode=True)
+        runner = module.Testpmd(ansible_module, clock=fake_clock, sleep=fake_clock.sleep)
+        runner.validate()
+        session = ReplaySession("null_io_2ports_2q.log", fake_clock)
+        runner.measure(session)
+    res = runner.result
+    reads = [t for line, t in session.sent if line == "show port xstats all"]
+    start = next(t for line, t in session.sent if line == "start")
+    fwd = [t for line, t in session.sent if line == "show fwd stats all"]
+    # warm-up after start, fwd stats once, then xstats reads 1 s apart from the first (not 1 s + the read)
+    assert fwd[0] == pytest.approx(start + 0.01 + 2.0)
+    assert [b - reads[0] for b in reads] == pytest.approx([0.0, 1.0, 2.0])
+    m = check_measurement(res["measurement"], "testpmd", samples=2)
+    assert m["window"]["start"] == pytest.approx(reads[0] + 0.005) and m["window"]["seconds"] == pytest.approx(2.0)
+    assert m["pps"] == res["pps"] and m["source"]["forward_mode"] == "io"
+    assert m["source"]["ports"] == ["net_null0", "net_null1"] and m["per_cpu"][0]["cpu"] == 1
