@@ -246,12 +246,13 @@ class Process:
             return False
         return proc_start_time(state["pid"]) == state["start_time"]
 
-    def start(self, command, params=None, settle=0.5, stdin=None, stdout=None, stderr=None, env=None, extra=None):
+    def start(self, command, params=None, settle=0.5, stdin=None, stdout=None, stderr=None, env=None, extra=None, check=True):
         """Start `command` under a supervisor; returns the state written to the state file.
 
         stdin/stdout/stderr are file descriptors for the process (default: /dev/null, `<name>.out`,
         `<name>.err`). Raises ProcessError if it cannot run, or if it ends with a failure within
-        `settle` seconds (the message names its status or signal and its stderr's last lines).
+        `settle` seconds (the message names its status or signal and its stderr's last lines); with
+        check=False the caller looks at exit() itself (e.g. to read what the process printed first).
         """
         os.makedirs(self.run_dir, exist_ok=True)
         for path in (self.exit_path, self.out_path, self.err_path) if stdout is None else (self.exit_path,):
@@ -317,7 +318,7 @@ class Process:
         deadline = time.monotonic() + settle
         while time.monotonic() < deadline and self.running(state):
             time.sleep(0.05)
-        if not self.running(state):
+        if check and not self.running(state):
             info = self.exit(state)
             if failed(info):
                 self.update_state(exit_reported=True)

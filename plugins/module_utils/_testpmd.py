@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import re
 import select
 import shutil
 import signal
-import subprocess
 import time
 
 # a process is ours when its start time matches the one recorded (pids are recycled)
 from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement, _xdp_counters
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import proc_start_time
+from ansible_collections.xdplab.testbed.plugins.module_utils._process import (
+    Process,
+    ProcessError,
+    failure_message,
+    process_result,
+    tail,
+)
 
 FORWARD_MODES = ("rxonly", "txonly", "io", "mac", "macswap")
 RSS_FLAGS = {"udp": "--rss-udp", "ip": "--rss-ip", "none": "--disable-rss"}
@@ -35,9 +39,10 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 class TestpmdError(Exception):
     """testpmd could not be started or driven; the message says what to do."""
 
-    def __init__(self, msg, transcript=""):
+    def __init__(self, msg, transcript="", process=None):
         super().__init__(msg)
         self.transcript = transcript
+        self.process = process  # {pid, exit_status, signal, signal_name, stderr_tail} of a testpmd that ended
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -538,60 +543,31 @@ def _fwd_rxq(first, last, seconds, lcore_of):
 
 
 
-class RunFiles:
-    """``<run_dir>/<name>.json`` (pid, start time, command, file prefix) and ``<name>.log`` (the transcript)."""
+class RunFiles(Process):
+    """testpmd's run files (_process.Process): ``<run_dir>/<name>.json`` (pid, start time, command, file prefix),
+    ``<name>.log`` (the transcript of its pty: its stdout and stderr) and ``<name>.exit.json`` (how it ended)."""
+
+    kind = "testpmd"
 
     def __init__(self, run_dir, name):
-        self.run_dir = run_dir
-        self.state_path = os.path.join(run_dir, name + ".json")
-        self.log_path = os.path.join(run_dir, name + ".log")
-
-    def files(self):
-        return [p for p in (self.state_path, self.log_path) if os.path.exists(p)]
+        super().__init__(run_dir, name, state_suffix=".json", out_suffix=None, err_suffix=".log")
+        self.log_path = self.err_path
 
     def load(self):
         try:
-            with open(self.state_path) as f:
-                return json.load(f)
-        except FileNotFoundError:
-            return None
-        except ValueError:
+            return self.load_state()
+        except ProcessError:
             return {"corrupt": True}
 
     def save(self, state):
-        os.makedirs(self.run_dir, exist_ok=True)
-        tmp = self.state_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(state, f)
-        os.replace(tmp, self.state_path)
+        self.save_state(state)
 
-    @staticmethod
-    def alive(state):
-        return bool(state and state.get("pid") and proc_start_time(state["pid"]) == state.get("start_time"))
+    def alive(self, state):
+        return bool(state and state.get("pid")) and self.running(state)
 
-    def remove(self):
-        for path in self.files():
-            os.unlink(path)
-        with contextlib.suppress(OSError):
-            os.rmdir(self.run_dir)
-
-
-def kill_process(pid, start_time, term_timeout=3.0):
-    """SIGTERM, then SIGKILL, to the process (and its process group) if it is still the one recorded."""
-    for sig, wait in ((signal.SIGTERM, term_timeout), (signal.SIGKILL, 5.0)):
-        if proc_start_time(pid) != start_time:
-            return
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(pid, sig)
-            except OSError as exc:
-                if exc.errno not in (errno.ESRCH, errno.EPERM):
-                    raise
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if proc_start_time(pid) != start_time:
-                return
-            time.sleep(0.05)
+    def stop_recorded(self, term_timeout=3.0):
+        """SIGTERM, then SIGKILL, to the recorded testpmd (and its process group) if it still is ours."""
+        return self.stop(timeout=term_timeout, sig=signal.SIGTERM, group=True)
 
 
 def remove_runtime_dir(file_prefix, base="/var/run/dpdk"):
@@ -604,31 +580,61 @@ def remove_runtime_dir(file_prefix, base="/var/run/dpdk"):
 
 
 class Session:
-    """dpdk-testpmd in interactive mode on a pseudo-terminal."""
+    """dpdk-testpmd in interactive mode on a pseudo-terminal, started through the one process helper.
 
-    def __init__(self, argv, log_path=None, env=None):
+    Its supervisor records how it ended, so a testpmd killed mid-measurement is reported with its
+    signal; ``run_files`` (a RunFiles) keeps the state file a later ``state=absent`` finds.
+    """
+
+    def __init__(self, argv, log_path=None, env=None, run_files=None, extra_state=None):
         import pty
+        import tempfile
 
         self.argv = argv
+        self._tmp = None
+        if run_files is None:
+            self._tmp = tempfile.mkdtemp(prefix="xdplab-testpmd-")
+            run_files = RunFiles(self._tmp, "session")
+        self.run_files = run_files
         self.master, slave = pty.openpty()
         self._buf = b""
         self.transcript = bytearray()
         self.log = open(log_path, "wb") if log_path else None  # noqa: SIM115 (closed in close())
         try:
-            self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-                                         close_fds=True, env=env)
+            self.state = run_files.start(argv, {}, settle=0, stdin=slave, stdout=slave, stderr=slave, env=env,
+                                         extra=extra_state, check=False)  # fmt: skip
+        except ProcessError as exc:
+            os.close(self.master)
+            if self.log:
+                self.log.close()
+            raise TestpmdError(str(exc)) from None
         finally:
             os.close(slave)
-        self.start_time = None
-        for _ in range(50):
-            self.start_time = proc_start_time(self.proc.pid)
-            if self.start_time is not None or self.proc.poll() is not None:
-                break
-            time.sleep(0.01)
+        self.start_time = self.state["start_time"]
+        self.exit = None
 
     @property
     def pid(self):
-        return self.proc.pid
+        return self.state["pid"]
+
+    def running(self):
+        return self.run_files.running(self.state)
+
+    def exit_info(self, wait=5.0):
+        """How testpmd ended (None while it runs); its stderr tail is the end of the cleaned transcript."""
+        self.run_files.wait(wait, self.state)
+        info = self.run_files.exit(self.state)
+        if info is not None:
+            info["stderr_tail"] = tail(self.text())
+        return info
+
+    def died(self, when):
+        """The TestpmdError of a testpmd that ended by itself: its status or signal, and its output's last lines."""
+        info = self.exit_info()
+        what = "testpmd (%s, pid %d)" % (os.path.basename(self.argv[0]), self.pid)
+        if info is None:
+            return TestpmdError("%s closed its terminal %s but still runs" % (what, when), self.text())
+        return TestpmdError(failure_message(what, info, when), self.text(), process=process_result(info))
 
     def _read(self, timeout):
         ready, _w, _x = select.select([self.master], [], [], timeout)
@@ -657,8 +663,7 @@ class Session:
                 raise TestpmdError("testpmd gave no prompt within %.0f s" % timeout, self.text())
             data = self._read(min(left, 0.5))
             if data is None:
-                self.proc.wait(5)
-                raise TestpmdError("testpmd exited with status %s" % self.proc.returncode, self.text())
+                raise self.died("during the session")
             self._buf += data
         out, _sep, self._buf = self._buf.partition(PROMPT)
         return out
@@ -679,21 +684,18 @@ class Session:
         return clean(bytes(self.transcript))
 
     def close(self, quit_timeout=5.0):
-        """quit, then SIGTERM, then SIGKILL; always closes the terminal. Returns the exit status."""
+        """quit, then SIGTERM, then SIGKILL; always closes the terminal. Returns the exit status (-N: signal N)."""
         try:
-            if self.proc.poll() is None:
+            if self.running():
                 with contextlib.suppress(OSError):
                     os.write(self.master, b"stop\nquit\n")
                 deadline = time.monotonic() + quit_timeout
-                while self.proc.poll() is None and time.monotonic() < deadline:
+                while self.running() and time.monotonic() < deadline:
                     if self._read(0.2) is None:
                         break
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(max(0.0, deadline - time.monotonic()))
-            if self.proc.poll() is None and self.start_time is not None:
-                kill_process(self.proc.pid, self.start_time)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(5)
+                self.run_files.wait(max(0.0, deadline - time.monotonic()), self.state)
+            if self.running():
+                self.run_files.stop(timeout=3.0, sig=signal.SIGTERM, group=True)
             # drain what it printed on the way out
             while self._read(0) not in (None, b""):
                 pass
@@ -702,4 +704,9 @@ class Session:
                 os.close(self.master)
             if self.log:
                 self.log.close()
-        return self.proc.returncode
+        self.exit = self.exit_info()
+        if self._tmp:
+            self.run_files.remove()
+        if self.exit is None or (self.exit.get("exit_status") is None and self.exit.get("signal") is None):
+            return None
+        return self.exit["exit_status"] if self.exit.get("signal") is None else -self.exit["signal"]

@@ -216,3 +216,48 @@ def test_tail_keeps_the_last_lines():
     text = "".join("line %d\r\n" % i for i in range(30)) + "\n\n"
     assert _process.tail(text, lines=3) == "line 27\nline 28\nline 29"
     assert len(_process.tail("x" * 5000)) == _process.STDERR_TAIL_CHARS
+
+
+# -- testpmd's pty session runs through the helper: a testpmd killed mid-session is reported with its signal ---
+FAKE_TESTPMD = textwrap.dedent(
+    """
+    import sys
+    sys.stdout.write("EAL: Detected 2 lcore(s)\\ntestpmd> ")
+    sys.stdout.flush()
+    for line in sys.stdin:
+        if line.strip() == "quit":
+            sys.stdout.write("Bye...\\n")
+            sys.exit(0)
+        sys.stdout.write("ok %s\\ntestpmd> " % line.strip())  # the pty echoes the command
+        sys.stdout.flush()
+    """
+)
+
+
+def test_testpmd_session_reports_a_kill_with_its_signal(tmp_path):
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _testpmd as tp
+
+    files = tp.RunFiles(str(tmp_path), "trial")
+    session = tp.Session([sys.executable, "-c", FAKE_TESTPMD], log_path=files.log_path, run_files=files,
+                         extra_state={"file_prefix": "xdplab-trial"})  # fmt: skip
+    session.until_prompt(5)
+    assert session.command("show port summary all", 5)[0].strip() == "ok show port summary all"
+    state = files.load()
+    assert state["pid"] == session.pid and state["file_prefix"] == "xdplab-trial" and files.alive(state)
+    os.kill(session.pid, signal.SIGKILL)
+    with pytest.raises(tp.TestpmdError) as failure:
+        session.command("show port xstats all", 5)
+    assert failure.value.process["signal_name"] == "SIGKILL"
+    assert "was killed by signal 9 (SIGKILL) during the session" in str(failure.value)
+    assert "ok show port summary all" in failure.value.process["stderr_tail"]
+    assert session.close() == -9
+    assert not files.alive(files.load())
+
+
+def test_testpmd_session_quits_cleanly(tmp_path):
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _testpmd as tp
+
+    session = tp.Session([sys.executable, "-c", FAKE_TESTPMD])  # run files in a temporary directory
+    session.until_prompt(5)
+    assert session.close() == 0
+    assert session.exit["exit_status"] == 0 and not os.path.exists(session.run_files.run_dir)
