@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: host_preflight
 short_description: Check, read-only, that a lab host has what its inventory names, before anything changes
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads a lab host (a DUT or a traffic generator) and checks it against its inventory settings, before any
     role changes the host. It changes nothing, and runs the same in check mode.
