@@ -287,7 +287,7 @@ def test_absent_is_idempotent_and_removes_files(capsys, tmp_path):
     assert res["changed"] is False
     # a run that died: its pid is gone, its files remain
     (tmp_path / "t1.json").write_text(json.dumps({"pid": 2 ** 22 + 7, "start_time": 1, "command": ["x"],
-  "file_prefix": "xd-tp-unit-none", "afxdp_ifaces": []}))
+                                                  "file_prefix": "xd-tp-unit-none", "afxdp_ifaces": []}))
     (tmp_path / "t1.log").write_text("testpmd> ")
     res = run_module({"state": "absent", "name": "t1", "run_dir": str(tmp_path), "_ansible_check_mode": True}, capsys)
     assert res["changed"] is True and "stopped" not in res and len(res["removed"]) == 2
