@@ -14,6 +14,7 @@ import ipaddress
 import os
 import re
 
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement, _xdp_counters
 from ansible_collections.xdplab.testbed.plugins.module_utils._ethtool import parse_cpu_list
 
 DEFAULT_BINARY = "/usr/local/lib/xdplab/bin/xdplab-xsk-bench"
@@ -50,16 +51,24 @@ class XskBenchError(Exception):
 
 
 # -- input ------------------------------------------------------------------------------------------------------
+def sampler(p):
+    """The collection's one Sampler for these options (validated; XskBenchError names the bad option).
+
+    xdplab-xsk-bench times its own intervals (its threads count, its main loop prints one record per interval on
+    CLOCK_MONOTONIC), so the module does not read counters on the Sampler's schedule: it uses the Sampler's
+    validation and length (warm-up + samples x interval) and takes the window from the records (select_window).
+    """
+    try:
+        return _measurement.Sampler.from_params(p)
+    except _measurement.SamplingError as exc:
+        raise XskBenchError(str(exc)) from None
+
+
 def check_params(p):
     """Checks that need no target: ranges, list lengths, txpush frame fields. Returns the CPU list to use."""
     if not p.get("interface"):
         raise XskBenchError("interface is required with state=measured")
-    if p["interval"] <= 0:
-        raise XskBenchError("interval must be positive, got %s" % p["interval"])
-    if p["warmup"] < 0:
-        raise XskBenchError("warmup must be zero or more seconds, got %s" % p["warmup"])
-    if p["samples"] < 1:
-        raise XskBenchError("samples must be at least 1, got %d" % p["samples"])
+    sampler(p)
     if not 1 <= p["batch_size"] <= MAX_BATCH:
         raise XskBenchError("batch_size must be 1..%d, got %d" % (MAX_BATCH, p["batch_size"]))
     if p["busy_poll_budget"] is not None and not p["busy_poll"]:
@@ -191,7 +200,7 @@ def command(p, cpus, duration, binary):
 
 def run_duration(p):
     """Seconds the program is told to run: warm-up, the window, and two intervals to spare (stopped earlier)."""
-    return p["warmup"] + (p["samples"] + 2) * p["interval"] + 1
+    return sampler(p).seconds + 2 * p["interval"] + 1
 
 
 # -- output -----------------------------------------------------------------------------------------------------
@@ -271,7 +280,26 @@ def summarize(records, bench, warmup, samples):
 
     summaries = of_type(records, "summary")
     summary = summaries[-1] if summaries else None
+    # measurement: the window from the records' own mono stamps (start of the first interval to the end of the
+    # last), each sample as long as the gap between its mono and the previous one, so the samples tile the window
+    t_start, t_end = window[0]["mono"] - window[0]["interval_s"], window[-1]["mono"]
+    ends = [t_start] + [r["mono"] for r in window]
+    m_samples = [{"t": round(b - t_start, 6), "seconds": round(b - a, 6), "packets": r[primary],
+                  "pps": r[primary] / (b - a) if b > a else 0.0} for a, b, r in zip(ends, ends[1:], window)]
+    m_seconds = t_end - t_start
+    m_per_rxq = [dict(q, pps=q["pps"] * seconds / m_seconds) for q in per_rxq]
+    m_per_cpu = [{"cpu": cpu, "pps": per_cpu[cpu] * seconds / m_seconds} for cpu in sorted(per_cpu)]
+    packets = tx if primary == "tx" else rx
+    source = {"kind": "xsk_bench", "at": _measurement.AT_DUT, "bench": bench, "counter": primary,
+              "bind_mode": start["mode"], "xdp_mode": XDP_MODE_NAMES.get(start["xdp_mode"], start["xdp_mode"]),
+              "driver": start["driver"], "interface": start.get("dev")}
+    measured = _measurement.measurement(
+        packets / m_seconds, _measurement.window_of(t_start, t_end), source, packets=packets, per_cpu=m_per_cpu,
+        per_rxq=m_per_rxq, samples=m_samples,
+        imbalance=_xdp_counters.imbalance(m_per_cpu, m_per_rxq) if packets else None,
+        details={"rx_pps": rx / m_seconds, "tx_pps": tx / m_seconds, "xdp_stats": xdp_stats})
     return {
+        "measurement": measured,
         "pps": (tx if primary == "tx" else rx) / seconds,
         "rx_pps": rx / seconds,
         "tx_pps": tx / seconds,

@@ -16,10 +16,13 @@ description:
   - Runs C(xdplab-xsk-bench) (bpf/xsk_bench.c, built and installed by the role xdplab.testbed.bpf_programs) on
     O(interface), with one AF_XDP socket per queue of O(queues), each served by a thread pinned to the matching CPU of
     O(cpus), and an XDP program redirecting RX queue I(q) to the socket of queue I(q), attached in O(xdp_mode).
-  - The program runs in the background; the module reads its JSON lines and returns the mean rate over a window
-    of O(samples) x O(interval) seconds after O(warmup) seconds, with the window's CLOCK_MONOTONIC bounds (a
-    generator's offered load can be cut to the same window), per queue and per CPU rates, the sockets'
-    XDP_STATISTICS counters over the window, and the bind mode the kernel actually gave (copy or zero-copy).
+  - The program runs in the background and times its own intervals (O(interval) is its reporting interval); the
+    module reads its JSON lines and returns the mean rate over a window of O(samples) x O(interval) seconds that
+    starts O(warmup) seconds after the sockets are up, with the window's CLOCK_MONOTONIC bounds (a generator's
+    offered load can be cut to the same window), per queue and per CPU rates, the sockets' XDP_STATISTICS counters
+    over the window, and the bind mode the kernel actually gave (copy or zero-copy).
+  - RV(measurement) is the one measurement shape (doc fragment xdplab.testbed.measurement); its C(source) is
+    C(kind=xsk_bench), C(at=dut), with the bench, the counter (C(rx) or C(tx)), bind mode, XDP mode and driver.
   - The program is always stopped before the module returns, and the module checks that its XDP program is no
     longer attached. The program attaches through a BPF link, so the kernel detaches it even if the program is
     killed.
@@ -27,6 +30,10 @@ description:
   - Checks before anything runs, in the module's network namespace, that the interface exists, every queue is below
     its RX queue count, every CPU is online, zero-copy is not asked of a driver without it (veth) and the binary
     is installed.
+extends_documentation_fragment:
+  - xdplab.testbed.attributes
+  - xdplab.testbed.sampling
+  - xdplab.testbed.measurement
 attributes:
   check_mode:
     support: full
@@ -126,17 +133,7 @@ options:
     elements: int
     default: []
   warmup:
-    description: Seconds after the sockets are up before the measurement window starts.
-    type: float
     default: 1.0
-  interval:
-    description: Seconds per sample (the program's reporting interval).
-    type: float
-    default: 1.0
-  samples:
-    description: Number of samples in the window (window = O(samples) x O(interval) seconds).
-    type: int
-    default: 3
   stop_timeout:
     description: Seconds to wait after SIGINT before SIGKILL when stopping the program.
     type: float
@@ -201,6 +198,29 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+measurement:
+  description:
+    - The one measurement shape (doc fragment xdplab.testbed.measurement, in the notes; docs/ARCHITECTURE.md), of
+      RV(pps). Its window and samples come from the program's own records (each sample lasts from the previous
+      record's C(mono) to its own, so the samples tile the window).
+    - "C(source) is C({kind: xsk_bench, at: dut, bench, counter: rx or tx, bind_mode, xdp_mode, driver, interface});
+      C(per_cpu) is by the CPU of each socket's thread; C(details) has C(rx_pps), C(tx_pps) and C(xdp_stats)."
+  returned: when measured
+  type: dict
+  sample:
+    pps: 600000.0
+    packets: 1800000
+    ns_per_packet: 1666.7
+    per_cpu: [{cpu: 2, pps: 600000.0}]
+    per_rxq: [{queue: 0, cpu: 2, pps: 600000.0, rx_pps: 600000.0, tx_pps: 0.0}]
+    samples: [{t: 1.0, seconds: 1.0, packets: 600000, pps: 600000.0}]
+    spread: {min_pps: 600000.0, max_pps: 600000.0, stdev_pps: 0.0, cv: 0.0}
+    queue_spread: 1.0
+    imbalance: {imbalanced: false, reason: "balanced: a single active CPU (CPU 2)"}
+    window: {start: 7396.456, end: 7399.456, seconds: 3.0, clock: CLOCK_MONOTONIC}
+    source: {kind: xsk_bench, at: dut, bench: rxdrop, counter: rx, bind_mode: copy, xdp_mode: native, driver: veth,
+             interface: dut0}
+    details: {rx_pps: 600000.0, tx_pps: 0.0, xdp_stats: []}
 command:
   description: The program's command line (what would run, in check mode).
   returned: always
@@ -305,7 +325,10 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool, _libbpf as libbpf, _xsk as xsk
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
+from ansible_collections.xdplab.testbed.plugins.module_utils import _xsk as xsk
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, ProcessRun
 
 POLL_S = 0.2
@@ -349,7 +372,13 @@ class XskBench:
                 self.run_files.remove()
 
     def wait_for_window(self, duration):
-        """Records of the running program once the window is complete (or it ended)."""
+        """Records of the running program once the window is complete (or it ended).
+
+        Unlike the other measuring modules this does not sample on _measurement.Sampler's schedule: the program
+        counts in its own threads and prints one record per interval, stamped on CLOCK_MONOTONIC, so reading
+        counters from here would only add a second, coarser clock. The Sampler validates the options and gives
+        the run's length (_xsk.sampler, _xsk.run_duration); the window is cut from the records (_xsk.select_window).
+        """
         deadline = time.monotonic() + duration + self.p["stop_timeout"]
         p = self.p
         while True:
@@ -426,6 +455,7 @@ class XskBench:
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            _measurement.SAMPLING_ARGUMENT_SPEC,
             state=dict(type="str", default="measured", choices=["measured", "absent"]),
             binary=dict(type="path", default=xsk.DEFAULT_BINARY),
             name=dict(type="str", default="xsk_bench"),
@@ -445,8 +475,6 @@ def main():
             queues=dict(type="list", elements="int", default=[0]),
             cpus=dict(type="list", elements="int", default=[]),
             warmup=dict(type="float", default=1.0),
-            interval=dict(type="float", default=1.0),
-            samples=dict(type="int", default=3),
             stop_timeout=dict(type="float", default=10.0),
             src_mac=dict(type="str"),
             dst_mac=dict(type="str"),

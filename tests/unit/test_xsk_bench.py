@@ -69,7 +69,7 @@ def test_window_skips_the_warmup_and_takes_samples():
     assert xsk.select_window([], warmup=0, samples=1) == []
 
 
-def test_summarize_rxdrop_drv():
+def test_summarize_rxdrop_drv(check_measurement):
     recs = records("rxdrop_copy_drv_2q.jsonl")
     intervals = xsk.of_type(recs, "interval")
     res = xsk.summarize(recs, "rxdrop", warmup=1.0, samples=3)
@@ -89,6 +89,14 @@ def test_summarize_rxdrop_drv():
     assert res["zerocopy"] == [{"queue": 0, "zerocopy": False}, {"queue": 1, "zerocopy": False}]
     assert res["version"] == "0.1.0" and res["program_id"] == recs[0]["prog_id"]
     assert res["summary"]["type"] == "summary" and res["summary"]["xdp_detached"] is True
+    # the measurement: the window from the records' mono stamps, samples tiling it
+    m = check_measurement(res["measurement"], "xsk_bench", samples=3)
+    assert m["window"]["start"] == res["window"]["start"] and m["window"]["end"] == res["window"]["end"]
+    assert m["packets"] == rx and m["pps"] == pytest.approx(res["pps"], rel=1e-3)
+    assert [s["packets"] for s in m["samples"]] == [r["rx"] for r in window]
+    assert [(q["queue"], q["cpu"]) for q in m["per_rxq"]] == [(0, 0), (1, 1)] and len(m["per_cpu"]) == 2
+    assert m["source"]["counter"] == "rx" and m["source"]["bind_mode"] == "copy" and m["source"]["driver"] == "veth"
+    assert m["imbalance"]["active_queues"] == [0, 1] and m["details"]["xdp_stats"] == res["xdp_stats"]
 
 
 def test_xdp_stats_are_window_deltas():
@@ -114,32 +122,39 @@ def test_xdp_stats_from_zero_without_warmup():
     assert [e["rx_ring_full"] for e in res["xdp_stats"]] == [first[0]["rx_ring_full"], first[1]["rx_ring_full"]]
 
 
-def test_summarize_skb_mode():
+def test_summarize_skb_mode(check_measurement):
     res = xsk.summarize(records("rxdrop_copy_skb_2q.jsonl"), "rxdrop", warmup=1.0, samples=3)
+    check_measurement(res["measurement"], "xsk_bench", samples=3)
     assert res["xdp_mode"] == "skb" and res["bind_mode"] == "copy" and res["pps"] > 0
 
 
-def test_summarize_l2fwd_counts_rx_and_reports_tx():
+def test_summarize_l2fwd_counts_rx_and_reports_tx(check_measurement):
     recs = records("l2fwd_copy_drv_2q.jsonl")
     res = xsk.summarize(recs, "l2fwd", warmup=1.0, samples=2)
+    m = check_measurement(res["measurement"], "xsk_bench", samples=2)
+    assert m["details"]["tx_pps"] > 0 and m["source"]["bench"] == "l2fwd"
     assert res["pps"] == res["rx_pps"] > 0 and res["tx_pps"] > 0
     summary = res["summary"]
     assert summary["bench"] == "l2fwd" and summary["tx"] == summary["rx"]  # every received frame went back out
 
 
-def test_summarize_txpush_counts_tx():
+def test_summarize_txpush_counts_tx(check_measurement):
     recs = records("txpush_auto_drv_1q.jsonl")
     res = xsk.summarize(recs, "txpush", warmup=0, samples=2)
     intervals = xsk.of_type(recs, "interval")[:2]
     assert res["pps"] == res["tx_pps"] == pytest.approx(sum(r["tx"] for r in intervals) / sum(r["interval_s"] for r in intervals))
     assert res["rx_pps"] == 0 and res["per_rxq"][0]["pps"] == res["pps"] and res["per_cpu"] == [{"cpu": 1, "pps": res["pps"]}]
     assert res["summary"]["options"]["pkt_len"] == 64 and res["summary"]["options"]["dst_port"] == 12
+    m = check_measurement(res["measurement"], "xsk_bench", samples=2)
+    assert m["source"]["counter"] == "tx" and m["packets"] == sum(r["tx"] for r in intervals)
 
 
-def test_killed_run_has_no_summary():
+def test_killed_run_has_no_summary(check_measurement):
     recs = records("rxdrop_killed.jsonl")
     res = xsk.summarize(recs, "rxdrop", warmup=0, samples=2)
     assert res["summary"] is None and res["pps"] == 0
+    m = check_measurement(res["measurement"], "xsk_bench", samples=2)
+    assert m["pps"] == 0.0 and m["ns_per_packet"] is None and m["imbalance"] is None
     with pytest.raises(xsk.XskBenchError, match="printed 2 of the 5 intervals"):
         xsk.summarize(recs, "rxdrop", warmup=0, samples=5)
 
@@ -154,7 +169,7 @@ def test_no_start_record_is_refused():
 @pytest.mark.parametrize(
     "over, message",
     [
-        ({"interval": 0}, "interval must be positive"),
+        ({"interval": 0}, "interval must be a positive number"),
         ({"warmup": -1}, "warmup must be zero or more"),
         ({"samples": 0}, "samples must be at least 1"),
         ({"batch_size": 4096}, "batch_size must be 1..2048"),
@@ -288,3 +303,8 @@ def test_module_refuses_a_missing_interface_before_running(capsys, tmp_path):
 def test_module_absent_without_a_run_changes_nothing(capsys, tmp_path):
     res = run_module({"state": "absent", "run_dir": str(tmp_path / "run")}, capsys)
     assert res["changed"] is False and "removed" not in res
+
+
+def test_run_duration_is_the_samplers_length_plus_two_intervals():
+    p = params(warmup=2.0, interval=0.5, samples=4)
+    assert xsk.sampler(p).seconds == 4.0 and xsk.run_duration(p) == 4.0 + 1.0 + 1
