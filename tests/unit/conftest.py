@@ -6,7 +6,6 @@ every measuring module's output, and a fake monotonic clock for the Sampler (fix
 import math
 
 import pytest
-
 from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
 
 

@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The one sampler and the one measurement shape (plugins/module_utils/_measurement.py), and their doc fragments."""
+
+import ast
+import os
+
+import pytest
+import yaml
+from ansible_collections.xdplab.testbed.plugins.doc_fragments import attributes, sampling
+from ansible_collections.xdplab.testbed.plugins.doc_fragments import measurement as measurement_doc
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MEASURING = ("xdp_stats", "netfilter_stats", "ethtool_stats", "testpmd", "xsk_bench")
+
+
+def test_sampler_warms_up_then_keeps_an_absolute_schedule(fake_clock):
+    clock = fake_clock
+    clock.now = 100.0
+    reads = []
+
+    def read():
+        reads.append(clock.now)
+        clock.now += 0.3  # a slow read: the schedule must not drift by it
+        return len(reads)
+
+    sampler = _measurement.Sampler(warmup=2.0, interval=1.0, samples=3, clock=clock, sleep=clock.sleep)
+    snaps = sampler.run(read)
+    assert clock.sleeps[0] == 2.0
+    assert [t for t, _ in snaps] == [102.0, 103.0, 104.0, 105.0]
+    assert [s for _, s in snaps] == [1, 2, 3, 4]
+    assert clock.sleeps[1:] == pytest.approx([0.7, 0.7, 0.7])
+    assert sampler.seconds == 5.0
+
+
+def test_sampler_before_window_runs_after_the_warmup(fake_clock):
+    clock = fake_clock
+    order = []
+    _measurement.Sampler(1.0, 0.5, 1, clock=clock, sleep=clock.sleep).run(
+        lambda: order.append(("read", clock.now)), before_window=lambda: order.append(("before", clock.now)))
+    assert order == [("before", 1001.0), ("read", 1001.0), ("read", 1001.5)]
+
+
+@pytest.mark.parametrize("kw,word", [({"interval": 0}, "interval"), ({"warmup": -1}, "warmup"), ({"samples": 0}, "samples")])
+def test_sampler_names_the_bad_option(kw, word):
+    with pytest.raises(_measurement.SamplingError, match=word):
+        _measurement.Sampler(**kw)
+
+
+def test_measurement_shape_from_counts(check_measurement):
+    snaps = [(10.0, 0), (11.0, 1000), (12.0, 3000)]
+    samples = _measurement.samples_from_counts(snaps, lambda n: n)
+    m = _measurement.measurement(1500.0, _measurement.window_of(10.0, 12.0), {"kind": "program_map", "at": "dut"},
+                                 packets=3000, per_rxq=[{"queue": 0, "pps": 500.0}, {"queue": 1, "pps": 1000.0}],
+                                 samples=samples)
+    check_measurement(m, "program_map", samples=2)
+    assert [s["pps"] for s in m["samples"]] == [1000.0, 2000.0]
+    assert m["queue_spread"] == pytest.approx(1000 / 750)
+    assert m["spread"]["min_pps"] == 1000.0 and m["spread"]["max_pps"] == 2000.0
+
+
+def test_measurement_refuses_a_source_without_kind_or_at():
+    with pytest.raises(ValueError, match="at: dut or generator_rx"):
+        _measurement.measurement(1.0, _measurement.window_of(0, 1), {"kind": "x"})
+
+
+# ---------------------------------------------------------------------------------------------- doc fragments
+
+
+def docs_of(module):
+    with open(os.path.join(ROOT, "plugins", "modules", module + ".py")) as f:
+        tree = ast.parse(f.read())
+    return {n.targets[0].id: n.value.value for n in tree.body
+            if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") in ("DOCUMENTATION", "RETURN")}
+
+
+def test_the_measurement_fragment_documents_every_key_of_the_shape():
+    notes = " ".join(yaml.safe_load(measurement_doc.ModuleDocFragment.DOCUMENTATION)["notes"])
+    for key in _measurement.MEASUREMENT_KEYS:
+        assert f"C({key})" in notes, key
+    for key in ("kind", "at", "count_mode", "CLOCK_MONOTONIC"):
+        assert key in notes
+
+
+def test_the_sampling_fragment_matches_the_argument_spec():
+    options = yaml.safe_load(sampling.ModuleDocFragment.DOCUMENTATION)["options"]
+    assert set(options) == set(_measurement.SAMPLING_ARGUMENT_SPEC)
+    for name, spec in _measurement.SAMPLING_ARGUMENT_SPEC.items():
+        assert options[name]["type"] == spec["type"] and options[name]["default"] == spec["default"]
+
+
+def test_attribute_fragments_describe_both_attributes():
+    for text in (attributes.ModuleDocFragment.DOCUMENTATION, attributes.ModuleDocFragment.READ_ONLY):
+        attrs = yaml.safe_load(text)["attributes"]
+        assert set(attrs) == {"check_mode", "diff_mode"} and all(a["description"] for a in attrs.values())
+
+
+@pytest.mark.parametrize("module", MEASURING)
+def test_every_measuring_module_uses_the_fragments_and_returns_measurement(module):
+    docs = docs_of(module)
+    doc, ret = yaml.safe_load(docs["DOCUMENTATION"]), yaml.safe_load(docs["RETURN"])
+    fragments = doc["extends_documentation_fragment"]
+    assert "xdplab.testbed.sampling" in fragments and "xdplab.testbed.measurement" in fragments
+    assert any(f.startswith("xdplab.testbed.attributes") for f in fragments)
+    # the sampling options come from the fragment; a module only restates a different default
+    for name in _measurement.SAMPLING_ARGUMENT_SPEC:
+        assert set(doc["options"].get(name, {})) <= {"default"}, (module, name)
+    assert ret["measurement"]["type"] == "dict" and "xdplab.testbed.measurement" in str(ret["measurement"]["description"])
