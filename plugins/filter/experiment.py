@@ -9,13 +9,11 @@ import itertools
 import json
 
 from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
+from ansible_collections.xdplab.testbed.plugins.module_utils import _jsonl, _record
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators import backend_names
-from ansible_collections.xdplab.testbed.plugins.module_utils._report import (
-    GENERATOR_LIMITED,
-    KEPT_UP_SHARE,
-    limit_of,
-    read_records,
-)
+
+display = Display()
 
 
 def trial_id(point, repetition, identity=None):
@@ -24,12 +22,18 @@ def trial_id(point, repetition, identity=None):
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def done_trial_ids(results_text):
-    """Trial ids already recorded in a JSON-lines results text (unparsable lines are skipped)."""
+def done_trial_ids(results_text, source="trials.jsonl"):
+    """Trial ids recorded with status ok in a JSON-lines results text (a re-run retries failed trials).
+
+    Read with the one JSON-lines reader: a line that is not a JSON object is a warning naming
+    source:line (the file is not touched) and counts as not done.
+    """
     if results_text is not None and not isinstance(results_text, str):
         raise AnsibleFilterError("done_trial_ids: expects the text of a JSON-lines results file, got %r" % type(results_text))
-    records, _unparsable = read_records(results_text or "")
-    return [r["trial_id"] for r in records if r.get("trial_id")]
+    records, warnings = _jsonl.parse(results_text or "", str(source))
+    for warning in warnings:
+        display.warning("done_trial_ids: %s (that trial, if it was one, runs again)" % warning)
+    return [r["trial_id"] for r in records if r.get("trial_id") and r.get("status", _record.STATUS_OK) == _record.STATUS_OK]
 
 
 def _matches(point, partial):
@@ -112,91 +116,16 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
     return trials
 
 
-# Where a trial's packets were lost (trial_loss lost_at -> explanation)
-LOST_NOWHERE = "none"
-LOST_AT_DUT_RING = "dut_rx_ring"
-LOST_ON_THE_PATH = "path"
-LOSS_PLACES = {
-    LOST_NOWHERE: "nowhere: the DUT kept up with the offered load",
-    LOST_AT_DUT_RING: "DUT receive ring full: the egress device refused frames",
-    LOST_ON_THE_PATH: "between the generator and the DUT program (port, ring or driver)",
-}
+def trial_loss(counted_pps, generator_summary, window=None, kept_up_share=_record.KEPT_UP_SHARE, link_speed_gbit=None):
+    """The limit verdict of plugins/module_utils/_record.py (loss_verdict) as a filter.
 
-
-def offered_in_window(intervals, window):
-    """Offered rate over a measurement window, from a generator's per-interval records.
-
-    Each record covers (mono - interval_s, mono] on the host's monotonic clock; a record
-    counts with the share of it that overlaps the window. None when the records do not
-    cover at least half of the window (different hosts' clocks, or no timestamps).
-    """
-    if not window or not intervals:
-        return None
-    start, end = float(window["start"]), float(window["end"])
-    if end <= start:
-        return None
-    sent = covered = 0.0
-    for rec in intervals:
-        if "mono" not in rec or not rec.get("interval_s"):
-            return None
-        r_end = float(rec["mono"])
-        r_start = r_end - float(rec["interval_s"])
-        overlap = min(end, r_end) - max(start, r_start)
-        if overlap > 0:
-            sent += rec["sent"] * overlap / (r_end - r_start)
-            covered += overlap
-    if covered < 0.5 * (end - start):
-        return None
-    return sent / covered
-
-
-def trial_loss(counted_pps, generator_summary, window=None, kept_up_share=KEPT_UP_SHARE):
-    """Where a trial lost packets and which side was the limit.
-
-    counted_pps: what the system under test counted over `window` ({start, end} on the
-    monotonic clock); generator_summary: the summary of xdplab.testbed.traffic_generator
-    (offered_pps, elapsed_s, egress.refused, intervals). The offered load is taken over the
-    same window when the generator's records allow it (offered_basis: window), else over
-    the generator's whole run (offered_basis: run).
+    The trial record (module xdplab.testbed.trial_record) decides it by itself; this filter serves
+    playbooks that still assemble their record in Jinja (playbooks/experiment/trial.yml).
     """
     try:
-        counted = float(counted_pps)
-        offered = float(generator_summary["offered_pps"])
-        share = float(kept_up_share)
-    except (TypeError, ValueError, KeyError) as exc:
-        raise AnsibleFilterError("trial_loss: needs counted pps and a generator summary with offered_pps (%s)" % exc) from exc
-    try:
-        in_window = offered_in_window(generator_summary.get("intervals"), window)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise AnsibleFilterError(
-            "trial_loss: the generator's interval records or the window are malformed (%r); "
-            "records need mono, interval_s and sent, the window start and end" % exc
-        ) from exc
-    basis = "run"
-    if in_window is not None:
-        offered, basis = in_window, "window"
-    lost = max(offered - counted, 0.0)
-    refused = (generator_summary.get("egress") or {}).get("refused")
-    elapsed = generator_summary.get("elapsed_s") or 0
-    refused_pps = refused / elapsed if refused is not None and elapsed else None
-    limit = limit_of(counted, offered, share)
-    if limit == GENERATOR_LIMITED:
-        lost_at = LOST_NOWHERE
-    elif refused_pps is not None and refused_pps >= 0.5 * lost:
-        lost_at = LOST_AT_DUT_RING
-    else:
-        lost_at = LOST_ON_THE_PATH
-    return {
-        "offered_pps": offered,
-        "offered_basis": basis,
-        "counted_pps": counted,
-        "lost_pps": lost,
-        "pct": round(100.0 * lost / offered, 3) if offered else None,
-        "refused_pps": refused_pps,
-        "limit": limit,
-        "lost_at": lost_at,
-        "where": LOSS_PLACES[lost_at],
-    }
+        return _record.loss_verdict(counted_pps, generator_summary, window, kept_up_share, link_speed_gbit)
+    except _record.RecordError as exc:
+        raise AnsibleFilterError("trial_loss: %s" % exc) from exc
 
 
 def generator_backends(_ignored=None):

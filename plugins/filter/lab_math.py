@@ -26,9 +26,8 @@ from __future__ import annotations
 import math
 
 from ansible.errors import AnsibleFilterError
-
-WIRE_OVERHEAD_BYTES = 20  # preamble 7 + SFD 1 + inter-frame gap 12
-MIN_FRAME = 64
+from ansible_collections.xdplab.testbed.plugins.module_utils import _record
+from ansible_collections.xdplab.testbed.plugins.module_utils._record import MIN_FRAME, WIRE_OVERHEAD_BYTES  # noqa: F401
 
 
 def _number(filter_name, value, what="input", allow_zero=True):
@@ -63,13 +62,14 @@ def ns_to_pps(ns):
 def wire_pps(link_speed_gbit, frame_size=64):
     """Line rate in packets per second of a ``link_speed_gbit`` Gbit/s link for ``frame_size``-byte frames.
 
-    A frame uses frame_size + 20 bytes of wire time (preamble, SFD and inter-frame gap).
+    A frame uses frame_size + 20 bytes of wire time (preamble, SFD and inter-frame gap): the formula is
+    _record.wire_pps (the one the limit verdict uses); this filter checks its inputs.
     """
     speed = _number("wire_pps", link_speed_gbit, "link speed (Gbit/s)", allow_zero=False)
     size = _number("wire_pps", frame_size, "frame_size", allow_zero=False)
     if size < MIN_FRAME:
         raise AnsibleFilterError(f"wire_pps: frame_size must be at least {MIN_FRAME} bytes (Ethernet), got {size}")
-    return speed * 1e9 / ((size + WIRE_OVERHEAD_BYTES) * 8)
+    return _record.wire_pps(speed, size)
 
 
 def thousands(value, decimals=0):

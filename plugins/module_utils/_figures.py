@@ -450,16 +450,12 @@ def series_provenance(recs):
     return _distinct(lines)
 
 
-def series_limits(recs, link_speed_gbit=None):
-    """{limit: trials} over a series: generator, dut (with where it was lost), line rate."""
+def series_limits(recs):
+    """{limit: trials} over a series from the verdicts the records carry: generator, dut (with where it was lost), line rate."""
     counts = {}
     for rec in recs:
         loss = rec.get("loss") or {}
         limit = loss.get("limit") or "?"
-        offered = loss.get("offered_pps") or (rec.get("generator") or {}).get("offered_pps")
-        limit = report.limit_with_line_rate(
-            limit, offered, (rec.get("point") or {}).get("packet_len"), report.link_speed_of(rec, link_speed_gbit)
-        )
         if limit == report.DUT_LIMITED and loss.get("lost_at") not in (None, "", "none"):
             limit = "dut (lost at %s)" % loss["lost_at"]
         elif limit == report.GENERATOR_LIMITED:
@@ -668,12 +664,11 @@ def script_text(spec, series, refs, footnotes):
 class Figure:
     """A figure built from records and a spec: series, reference series, texts of its files."""
 
-    def __init__(self, spec, series, refs, footnotes, link_speed_gbit=None):
+    def __init__(self, spec, series, refs, footnotes):
         self.spec = spec
         self.series = series
         self.refs = refs
         self.footnotes = footnotes
-        self.link_speed_gbit = link_speed_gbit
         assign_styles(series, refs)
         self.files = {
             spec["name"] + ".dat": data_text(spec, series),
@@ -725,7 +720,7 @@ class Figure:
                 lines.append("| %s | %s | %.3f | - | - | - |" % (r["label"], _num(p["x"]), p["y"]))
         lines += ["", "Series (which limit each trial hit; provenance):", ""]
         for s in self.series:
-            limits = series_limits(s["records"], self.link_speed_gbit)
+            limits = series_limits(s["records"])
             lines.append(
                 "- **%s** (`%s`, %d trials): limit %s"
                 % (s["label"], s["id"], len(s["records"]), ", ".join("%s x%d" % (k, v) for k, v in sorted(limits.items())))
@@ -746,8 +741,10 @@ class Figure:
         return "\n".join(lines) + "\n"
 
 
-def build(records, spec, reference_text=None, testbed=(None, None), link_speed_gbit=None):
-    """A Figure from the records and a validated spec; reference_text is the reference CSV's text (if any).
+def build(records, spec, reference_text=None, testbed=(None, None)):
+    """A Figure from the records (as _report.read_records returns them) and a validated spec.
+
+    reference_text is the reference CSV's text (if any).
 
     testbed: (short, long) text of the paper's testbed (legend suffix, footnote). None if nothing to draw.
     """
@@ -760,7 +757,7 @@ def build(records, spec, reference_text=None, testbed=(None, None), link_speed_g
         ref = spec["reference"]
         where = ref.get("testbed") or testbed[1] or testbed[0] or "the paper's testbed"
         footnotes.append("%s (dashed): %s" % (ref["source"], where))
-    return Figure(spec, series, refs, footnotes, link_speed_gbit)
+    return Figure(spec, series, refs, footnotes)
 
 
 def figures_markdown(figures, links, skipped=()):

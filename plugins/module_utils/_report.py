@@ -5,27 +5,31 @@
 A row is one matrix point (system, action, touch, packet_len, cores, plus any other
 axis the matrix has, such as variant or offered_mpps) aggregated over its repetitions:
 mean and sample standard deviation of the DUT's counted rate, ns per packet, the
-per-queue spread, the offered load, the DUT CPUs' busy % and which limit was hit
-(the generator, the DUT, or the line rate of the link when its speed is known).
+per-queue spread, the offered load, the DUT CPUs' busy %, which counter counted (count
+mode: driver or program, for XDP) and which limit was hit (the generator, the DUT, or the
+line rate of the link when its speed is known). The limit of each trial is the verdict its
+record carries (plugins/module_utils/_record.py decides it once); a row aggregates the
+verdicts of its repetitions. Records are read with the one JSON-lines reader (_jsonl).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import statistics
 
+from ansible_collections.xdplab.testbed.plugins.module_utils import _jsonl, _record
+from ansible_collections.xdplab.testbed.plugins.module_utils._record import (  # noqa: F401 (the report's names for them)
+    DUT_LIMITED,
+    GENERATOR_LIMITED,
+    KEPT_UP_SHARE,
+    LINE_RATE_LIMITED,
+    LINE_RATE_SHARE,
+    link_speed_of,
+)
+
 POINT_KEYS = ("system", "action", "touch", "packet_len", "cores")
-GENERATOR_LIMITED = "generator"
-DUT_LIMITED = "dut"
-LINE_RATE_LIMITED = "line rate"
-# Offered at least this share of the link's line rate (and the DUT kept up): the wire was the limit.
-LINE_RATE_SHARE = 0.95
-WIRE_OVERHEAD_BYTES = 20  # preamble 7 + SFD 1 + inter-frame gap 12 (as the wire_pps filter)
-# The DUT counted at least this share of what was offered: the offered load, not the DUT, was the limit.
-KEPT_UP_SHARE = 0.99
 
 CSV_COLUMNS = (
     "system",
@@ -42,6 +46,7 @@ CSV_COLUMNS = (
     "loss_pct",
     "limit",
     "lost_at",
+    "count_mode",
     "paper_mpps",
 )
 # computed columns of a row: a matrix axis of the same name is shown as point_<axis>
@@ -50,49 +55,32 @@ _COMPUTED = frozenset(CSV_COLUMNS[5:]) | {"cpu_busy"}
 AXIS_HEADERS = {"offered_mpps": "target Mpps", "variant": "variant"}
 
 
-def read_records(text):
-    """Parse JSON lines; returns (records, number of unparsable lines)."""
-    records, bad = [], 0
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
+def read_records(text, source="<text>", link_speed_gbit=None):
+    """The records of a trials.jsonl text the report reads, and warnings for the lines it cannot.
+
+    Read with the one JSON-lines reader (_jsonl): a corrupt line is a warning naming source:line
+    (the file is not touched). Records of schema 1 and legacy records (written before the schema
+    existed, completed by _record.normalize with link_speed_gbit) are read; a record of another
+    schema is a warning. Failed trials are left out. Returns (records with status ok, warnings).
+    """
+    numbered, warnings = _jsonl.parse_numbered(text, source)
+    warnings = list(warnings)
+    records = []
+    for number, rec in numbered:
         try:
-            rec = json.loads(line)
-        except ValueError:
-            bad += 1
+            rec = _record.normalize(rec, link_speed_gbit)
+        except _record.UnreadableRecord as exc:
+            warnings.append(_jsonl.LineWarning(source, number, "unreadable", "%s; not read" % exc))
             continue
-        if isinstance(rec, dict) and rec.get("status", "ok") == "ok":
+        if rec.get("status", _record.STATUS_OK) == _record.STATUS_OK:
             records.append(rec)
-    return records, bad
+    return records, warnings
 
 
-def limit_of(counted_pps, offered_pps, kept_up_share=KEPT_UP_SHARE):
-    """Which side limited a trial: the generator (DUT counted ~all it was offered) or the DUT."""
-    if not offered_pps:
-        return DUT_LIMITED
-    return GENERATOR_LIMITED if counted_pps >= kept_up_share * offered_pps else DUT_LIMITED
-
-
-def wire_pps(link_speed_gbit, frame_size=64):
-    """Line rate in packets per second of a link (Gbit/s) for frames of frame_size bytes (84 B on the wire for 64)."""
-    return float(link_speed_gbit) * 1e9 / ((int(frame_size) + WIRE_OVERHEAD_BYTES) * 8)
-
-
-def link_speed_of(rec, default=None):
-    """The DUT link's speed in Gbit/s: the record's provenance.dut.link_speed_gbit, else default (None: unknown)."""
-    speed = ((rec.get("provenance") or {}).get("dut") or {}).get("link_speed_gbit")
-    try:
-        return float(speed) if speed not in (None, "", 0) else default
-    except (TypeError, ValueError):
-        return default
-
-
-def limit_with_line_rate(limit, offered_pps, packet_len, link_speed_gbit, share=LINE_RATE_SHARE):
-    """A generator-limited trial offered at (nearly) line rate was limited by the wire, not by the generator."""
-    if limit != GENERATOR_LIMITED or not link_speed_gbit or not offered_pps:
-        return limit
-    return LINE_RATE_LIMITED if offered_pps >= share * wire_pps(link_speed_gbit, packet_len or 64) else limit
+def load(path, link_speed_gbit=None):
+    """read_records of a file (FileNotFoundError when it does not exist)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return read_records(f.read(), path, link_speed_gbit)
 
 
 def load_reference(text, column):
@@ -144,11 +132,11 @@ def reference_series(text, columns):
     return series
 
 
-def aggregate(records, reference=None, link_speed_gbit=None):
+def aggregate(records, reference=None):
     """Rows, one per matrix point, in a stable order (system, action, touch, size, cores, other axes).
 
-    link_speed_gbit: the DUT link's speed (a record's provenance.dut.link_speed_gbit wins), so a
-    generator-limited point offered at line rate is marked as limited by the line rate.
+    The limit of a row is aggregated from the verdicts the records carry (decided once, when each
+    trial was recorded: _record.loss_verdict) over the point's repetitions (_record.aggregate_limit).
     """
     reference = reference or {}
     axes = point_axes(records)
@@ -161,16 +149,13 @@ def aggregate(records, reference=None, link_speed_gbit=None):
         pps = [r["result"]["pps"] for r in recs]
         offered = [r["loss"].get("offered_pps", r["generator"]["offered_pps"]) for r in recs]
         spreads = [r["result"].get("queue_spread") for r in recs if r["result"].get("queue_spread") is not None]
-        losses = [r["loss"]["pct"] for r in recs]
-        limits = {r["loss"]["limit"] for r in recs}
+        losses = [r["loss"]["pct"] for r in recs if r["loss"].get("pct") is not None]
         lost_at = sorted({r["loss"].get("lost_at") for r in recs if r["loss"].get("lost_at") not in (None, "none")})
         busy = [r["result"]["cpu_busy"] for r in recs if isinstance(r["result"].get("cpu_busy"), (int, float))]
+        modes = sorted({m for m in (_record.count_mode_of(r) for r in recs) if m})
         mean = statistics.fmean(pps)
         point = dict(zip(axes, key))
-        limit = GENERATOR_LIMITED if GENERATOR_LIMITED in limits else DUT_LIMITED
-        limit = limit_with_line_rate(
-            limit, statistics.fmean(offered), point.get("packet_len"), link_speed_of(recs[0], link_speed_gbit)
-        )
+        limit = _record.aggregate_limit(r["loss"]["limit"] for r in recs)
         ref = reference.get(point["system"])
         paper = None
         if ref and all(point.get(k) == v for k, v in ref["match"].items()):
@@ -184,9 +169,10 @@ def aggregate(records, reference=None, link_speed_gbit=None):
                 "ns_per_packet": round(1e9 / mean, 2) if mean > 0 else None,
                 "queue_spread": round(max(spreads), 3) if spreads else None,
                 "offered_mpps": round(statistics.fmean(offered) / 1e6, 3),
-                "loss_pct": round(statistics.fmean(losses), 2),
+                "loss_pct": round(statistics.fmean(losses), 2) if losses else None,
                 "limit": limit,
                 "lost_at": ",".join(lost_at),
+                "count_mode": ",".join(modes) or None,
                 "paper_mpps": round(paper, 2) if paper is not None else None,
                 "cpu_busy": round(statistics.fmean(busy), 1) if busy else None,
             }
@@ -235,8 +221,9 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
     headers = ["system", "touch", "size", "cores"] + [AXIS_HEADERS.get(c.replace("point_", "", 1), c) for c in extra]
     headers += ["Mpps (mean)", "stdev", "ns/pkt", "queue spread", "offered Mpps", "loss %"]
     headers += ["CPU busy %"] if busy else []
-    headers += ["limit", "paper Mpps"]
-    align = ["---", "---", "---:", "---:"] + ["---:"] * len(extra) + ["---:"] * 6 + (["---:"] if busy else []) + ["---", "---:"]
+    headers += ["count mode", "limit", "paper Mpps"]
+    align = ["---", "---", "---:", "---:"] + ["---:"] * len(extra) + ["---:"] * 6 + (["---:"] if busy else [])
+    align += ["---", "---", "---:"]
     lines = ["## %s" % title, "", "| %s |" % " | ".join(headers), "|%s|" % "|".join(align)]
     flagged, line_rate = False, False
     for r in rows:
@@ -260,7 +247,7 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
             _fmt(r["loss_pct"], "%.2f"),
         ]
         cells += [_fmt(r.get("cpu_busy"), "%.1f")] if busy else []
-        cells += [limit, _fmt(r["paper_mpps"], "%.2f")]
+        cells += [_fmt(r.get("count_mode")), limit, _fmt(r["paper_mpps"], "%.2f")]
         lines.append("| %s |" % " | ".join(str(c) for c in cells))
     lines.append("")
     if flagged:
@@ -277,6 +264,11 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
         lines.append(
             "lost at: dut_rx_ring = the DUT's receive ring was full and the egress device refused frames "
             "(the DUT is the limit); path = lost between the generator and the DUT program."
+        )
+    if any(r.get("count_mode") for r in rows):
+        lines.append(
+            "count mode: what counted the XDP program's packets; driver = the driver's own per-queue XDP counters "
+            "(a bare program without map writes), program = the program's per-CPU map (costs ns per packet)."
         )
     lines.append(
         "queue spread: busiest active RX queue over the mean of active queues (1.00 = even RSS). "

@@ -295,22 +295,6 @@ def run_summary(stats, tx_ports, rx_ports, elapsed_s, info, latency=None, stoppe
     return summary
 
 
-def read_records(text):
-    """The runner's JSON records from its stdout (other lines ignored)."""
-    import json
-
-    records = []
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            continue
-    return records
-
-
 def generator_summary(final, intervals, command, params):
     """The common generator summary (see generators/__init__.py) from the runner's final record."""
     ports = final.get("ports") or {}

@@ -10,9 +10,15 @@ module: experiment_report
 short_description: Turn an experiment's trial records into a CSV, a Markdown report and the paper's figures (PNG)
 version_added: 0.1.0
 description:
-  - Reads the JSON-lines trial records an experiment wrote (one line per trial, see docs/ARCHITECTURE.md),
-    aggregates the repetitions of each matrix point (mean, stdev, ns per packet, per-queue spread, offered
-    load, loss) and writes C(report.csv) and C(report.md) next to them.
+  - Reads the JSON-lines trial records an experiment wrote (one line per trial, written by
+    M(xdplab.testbed.trial_record); schema C(docs/trial_record.schema.json), version 1, and records written before
+    the schema existed), aggregates the repetitions of each matrix point (mean, stdev, ns per packet, per-queue
+    spread, offered load, loss, the count mode of XDP trials) and writes C(report.csv) and C(report.md) next to
+    them.
+  - The limit of each point (the generator, the DUT or the line rate) aggregates the verdicts the records carry: it
+    was decided once, when the trial was recorded.
+  - A line of the records file that cannot be read (not JSON, not an object, an unknown schema version) is a warning
+    naming C(file:line); it is left in the file as it is.
   - Where a reference CSV of the paper is given, a column shows the paper's number for the same system and
     core count, for comparison only (another testbed).
   - With O(figures), draws each figure as a PNG with gnuplot (terminal pngcairo) next to the report, one line
@@ -23,7 +29,7 @@ description:
     provenance of every series).
   - Runs on the controller (where the records are); figures need gnuplot there (Debian package gnuplot-nox).
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   results:
     description: Path of the JSON-lines trial records.
@@ -86,8 +92,11 @@ options:
     type: str
   link_speed_gbit:
     description:
-      - Speed of the DUT's link in Gbit/s (a record's C(provenance.dut.link_speed_gbit) wins). A trial the DUT
-        kept up with, offered at 95% or more of the link's line rate, is marked as limited by the line rate.
+      - Speed of the DUT's link in Gbit/s, for records written before the schema existed only (a record's
+        C(provenance.dut.link_speed_gbit) wins): their verdict did not know the line rate, so a trial the DUT kept up
+        with, offered at 95% or more of the link's line rate, is marked as limited by the line rate here (with the
+        same code that decides it for new records). Records of schema 1 carry their verdict, line rate included
+        (M(xdplab.testbed.trial_record)'s O(xdplab.testbed.trial_record#module:link_speed_gbit)).
         Unknown (the virtual lab's veth) by default.
     type: float
   gnuplot:
@@ -162,6 +171,8 @@ rows:
       offered_mpps: 6.2
       loss_pct: 4.6
       limit: dut
+      lost_at: dut_rx_ring
+      count_mode: program
       paper_mpps: 23.86
 markdown:
   description: The Markdown table with its notes and provenance.
@@ -208,7 +219,10 @@ trials:
   returned: always
   type: int
 skipped_lines:
-  description: Lines of the records file that were not valid JSON (for example cut by a crash); they are ignored.
+  description:
+    - Lines of the records file that were not read, each also a warning naming C(file:line) - not valid JSON (for
+      example cut by a crash), not a JSON object, or a record of a schema this collection does not read.
+    - The file is never changed by the report; such lines stay in it as they are.
   returned: always
   type: int
 """
@@ -300,7 +314,7 @@ class ExperimentReport:
                 if self.p["reference_label"]:
                     testbed = (self.p["reference_label"], self.p["reference_label"])
             try:
-                out.append(figs.build(records, spec, text, testbed, self.p["link_speed_gbit"]))
+                out.append(figs.build(records, spec, text, testbed))
             except figs.SpecError as exc:
                 self.module.fail_json(msg="figure %s: %s" % (spec["name"], exc))
         return out
@@ -327,17 +341,20 @@ class ExperimentReport:
     def run(self):
         specs, gnuplot = self._specs()
         try:
-            with open(self.p["results"]) as f:
-                records, bad = report.read_records(f.read())
+            records, warnings = report.load(self.p["results"], self.p["link_speed_gbit"])
         except FileNotFoundError:
             self.module.fail_json(msg="no trial records at %s: run the experiment first" % self.p["results"])
+        except OSError as exc:
+            self.module.fail_json(msg="cannot read the trial records %s: %s" % (self.p["results"], exc))
+        for warning in warnings:
+            self.module.warn(str(warning))
         reference = self._reference()
         figures = self._figures(records, specs)
         drawn = [f for f in figures if f is not None]
         skipped = [s["name"] for s, f in zip(specs, figures) if f is None]
         for name in skipped:
             self.module.warn("figure %s: no trial record has its x and y (and matches its filter); not drawn" % name)
-        rows = report.aggregate(records, reference, self.p["link_speed_gbit"])
+        rows = report.aggregate(records, reference)
         markdown = report.to_markdown(
             rows,
             self.p["title"],
@@ -363,7 +380,7 @@ class ExperimentReport:
             csv=csv_text,
             files=files,
             trials=len(records),
-            skipped_lines=bad,
+            skipped_lines=len(warnings),
             figures=pngs,
             figure_details=[f.summary() for f in drawn],
             skipped_figures=skipped,

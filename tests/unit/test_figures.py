@@ -12,8 +12,11 @@ import struct
 import zlib
 
 import pytest
+from ansible.module_utils import _internal
+from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import _figures as figures, _report as report
+from ansible_collections.xdplab.testbed.plugins.module_utils import _figures as figures
+from ansible_collections.xdplab.testbed.plugins.module_utils import _report as report
 from ansible_collections.xdplab.testbed.plugins.modules import experiment_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,9 +67,8 @@ CPU_FIGURE = {
 
 
 def load(name):
-    with open(os.path.join(FIXTURES, name)) as f:
-        records, bad = report.read_records(f.read())
-    assert bad == 0
+    records, warnings = report.load(os.path.join(FIXTURES, name))
+    assert warnings == []
     return records
 
 
@@ -335,3 +337,25 @@ def test_other_sources_and_long_labels_widen_the_picture(tmp_path, capsys):
     width, height = png_size(res["figures"][0])
     assert width > 1400 and height == 900
     assert "size %d,%d" % (width, height) in script
+
+
+def test_the_module_warns_of_a_corrupt_line_and_leaves_the_file_as_it_is(tmp_path, capsys, monkeypatch):
+    # warnings go into the result as in a module process (a test that imported controller code flips it)
+    monkeypatch.setattr(_internal, "is_controller", False)
+    monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
+    with open(os.path.join(FIXTURES, "paper_drop.jsonl")) as f:
+        lines = f.read().splitlines(keepends=True)
+    lines[5] = lines[5][:90] + "\n"  # cut by a crash
+    results = tmp_path / "trials.jsonl"
+    results.write_text("".join(lines))
+    before = results.read_bytes()
+    res = run_module({"results": str(results), "title": "Drop"}, capsys)
+    messages = [w["event"]["msg"] if isinstance(w, dict) else w for w in res["warnings"]]
+    assert messages == [m for m in messages if m.startswith("%s:6: not valid JSON" % results)] and len(messages) == 1
+    assert res["skipped_lines"] == 1 and res["trials"] == len(lines) - 1
+    assert results.read_bytes() == before
+    # the count-mode column: legacy XDP records were counted by the program
+    md = (tmp_path / "report.md").read_text()
+    assert "| count mode | limit | paper Mpps |" in md
+    assert "count_mode" in (tmp_path / "report.csv").read_text().splitlines()[0]
+    assert [r["count_mode"] for r in res["rows"] if r["system"] == "xdp"] == ["program"] * 4

@@ -1,11 +1,19 @@
-"""Report tables from trial records (plugins/module_utils/_report.py)."""
+"""Report tables from trial records (plugins/module_utils/_report.py).
 
+The fixture files (fixtures/report/*.jsonl) are legacy records (written before the record schema existed:
+no `schema` key), which the report still reads; the schema-1 records here are built by _record.build_record
+from the same real trial (fixtures/report/base_record.json) and validated against docs/trial_record.schema.json.
+"""
+
+import copy
 import csv
 import io
 import json
 import os
 
+import jsonschema
 import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _jsonl, _measurement, _record
 from ansible_collections.xdplab.testbed.plugins.module_utils import _report as report
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "reference", "drop_vs_cores.csv")
@@ -90,25 +98,34 @@ def test_csv_round_trips():
     assert float(parsed[0]["mpps_mean"]) == pytest.approx(6.0)
 
 
-def test_read_records_skips_cut_lines_and_failed_trials():
-    text = "\n".join(json.dumps(r) for r in RECORDS[:2]) + '\n{"trial_id": "x", "status": "failed"}\n{"cut'
-    records, bad = report.read_records(text)
+def test_read_records_warns_of_cut_lines_and_leaves_out_failed_trials():
+    text = "\n".join(json.dumps(r) for r in RECORDS[:2]) + '\n{"trial_id": "x", "status": "failed", "point": {}}\n{"cut'
+    records, warnings = report.read_records(text, "trials.jsonl")
     assert len(records) == 2
-    assert bad == 1
+    assert [(w.line, w.kind) for w in warnings] == [(4, _jsonl.CORRUPT)]
+    assert str(warnings[0]).startswith("trials.jsonl:4: not valid JSON")
+
+
+def test_a_record_of_an_unknown_schema_is_a_warning_not_a_row():
+    text = json.dumps(RECORDS[0]) + "\n" + json.dumps(dict(RECORDS[1], schema=7)) + "\n"
+    records, warnings = report.read_records(text, "t.jsonl")
+    assert len(records) == 1
+    assert str(warnings[0]).startswith("t.jsonl:2: schema 7: this collection reads schema 1")
 
 
 def test_limit_of():
-    assert report.limit_of(99, 100) == "generator"
-    assert report.limit_of(98, 100) == "dut"
-    assert report.limit_of(0, 0) == "dut"
+    assert _record.limit_of(99, 100) == "generator"
+    assert _record.limit_of(98, 100) == "dut"
+    assert _record.limit_of(0, 0) == "dut"
 
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "report")
 
 
 def fixture_records(name):
-    with open(os.path.join(FIXTURES, name)) as f:
-        return report.read_records(f.read())[0]
+    records, warnings = report.load(os.path.join(FIXTURES, name))
+    assert warnings == []
+    return records
 
 
 def test_every_matrix_axis_is_a_point_and_cpu_busy_is_shown():
@@ -126,25 +143,88 @@ def test_every_matrix_axis_is_a_point_and_cpu_busy_is_shown():
     assert parsed[0]["cpu_busy"] == "98.5"
     md = report.to_markdown(rows, "CPU", report.provenance_lines(records))
     header = md.splitlines()[2]
-    assert "| cores | target Mpps | Mpps (mean) |" in header and "| CPU busy % | limit |" in header
+    assert "| cores | target Mpps | Mpps (mean) |" in header and "| CPU busy % | count mode | limit |" in header
     assert "| xdp drop | no_touch | 64 | 1 | 0.25 | 0.250 |" in md
+    # legacy XDP records were counted by the program; the other systems have no count mode
+    assert [r["count_mode"] for r in xdp] == ["program"] * 5
+    assert {r["count_mode"] for r in rows if r["system"] != "xdp"} == {None}
+    assert parsed[0]["count_mode"] == "" and "| offered load * | - |" in md
 
 
-def test_line_rate_limit_when_the_link_speed_is_known():
-    assert report.wire_pps(100, 64) == pytest.approx(148809523.8, rel=1e-9)
-    # the DUT kept up with 1.5 Mpps on a 1 Gbit/s link (1.488 Mpps of 64-byte frames): the wire was the limit
-    assert report.limit_with_line_rate("generator", 1.5e6, 64, 1) == "line rate"
-    assert report.limit_with_line_rate("generator", 1.0e6, 64, 1) == "generator"
-    assert report.limit_with_line_rate("dut", 1.5e6, 64, 1) == "dut"
-    assert report.limit_with_line_rate("generator", 1.5e6, 64, None) == "generator"
+def test_line_rate_of_legacy_records_is_decided_when_read():
+    # legacy records knew generator and dut only: the reader completes them with _record's verdict
     recs = [record(1, "no_touch", 1, 14.8e6, 14.85e6, "generator")]
-    assert report.aggregate(recs)[0]["limit"] == "generator"
-    rows = report.aggregate(recs, link_speed_gbit=10)
+    text = json.dumps(recs[0]) + "\n"
+    assert report.aggregate(report.read_records(text)[0])[0]["limit"] == "generator"
+    rows = report.aggregate(report.read_records(text, link_speed_gbit=10)[0])
     assert rows[0]["limit"] == "line rate"
     assert "line rate \u2020" in report.to_markdown(rows, "x")
     # a record's own link speed wins
     recs[0]["provenance"]["dut"]["link_speed_gbit"] = 100
-    assert report.aggregate(recs, link_speed_gbit=10)[0]["limit"] == "generator"
+    text = json.dumps(recs[0]) + "\n"
+    assert report.aggregate(report.read_records(text, link_speed_gbit=10)[0])[0]["limit"] == "generator"
+
+
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "trial_record.schema.json")) as _f:
+    VALIDATOR = jsonschema.Draft202012Validator(json.load(_f))
+with open(os.path.join(FIXTURES, "base_record.json")) as _f:
+    BASE = json.load(_f)
+
+
+def v1_record(rep, pps, offered, count_mode="driver", refused=0, link_speed_gbit=None):
+    """A schema-1 record built from the real trial's inputs, at another rate; validated against the schema."""
+    res = BASE["result"]
+    meas = _measurement.measurement(
+        pps,
+        _measurement.window_of(res["window"]["start"], res["window"]["end"]),
+        {"kind": "driver_counters" if count_mode == "driver" else "program_map", "at": "dut", "count_mode": count_mode},
+        per_cpu=[{"cpu": 1, "pps": pps}],
+        per_rxq=[{"queue": 0, "pps": pps}],
+    )
+    gen = copy.deepcopy(BASE["generator"])
+    gen.update(offered_pps=offered, egress={"delivered": 0, "refused": refused})
+    rec = _record.build_record(
+        "paper_drop",
+        {"trial_id": "v1-%d" % rep, "point": BASE["point"], "repetition": rep},
+        "ok",
+        started_at="2026-12-01T10:00:00Z",
+        measurement=meas,
+        generator=gen,
+        provenance=BASE["provenance"],
+        link_speed_gbit=link_speed_gbit,
+    )
+    errors = list(VALIDATOR.iter_errors(json.loads(json.dumps(rec))))
+    assert not errors, [e.message for e in errors]
+    return rec
+
+
+def test_the_report_reads_the_recorded_verdict_and_aggregates_it_over_repetitions():
+    # two repetitions the DUT could not keep up with, one it did: the point is the offered load's
+    recs = [v1_record(1, 5.0e6, 6.2e6, refused=12_000_000), v1_record(2, 5.1e6, 6.2e6), v1_record(3, 6.19e6, 6.2e6)]
+    assert [r["loss"]["limit"] for r in recs] == ["dut", "dut", "generator"]
+    assert [r["loss"]["lost_at"] for r in recs] == ["dut_rx_ring", "path", "none"]
+    (row,) = report.aggregate(recs)
+    assert row["limit"] == "generator" and row["lost_at"] == "dut_rx_ring,path" and row["count_mode"] == "driver"
+    # the report does not decide again: a verdict the record carries is the one shown
+    recs[2]["loss"]["limit"] = "dut"
+    assert report.aggregate(recs)[0]["limit"] == "dut"
+    # line rate was decided when recorded (the report has no link speed of its own for schema-1 records)
+    on_wire = v1_record(4, 5.95e6, 5.95e6, link_speed_gbit=4)
+    assert report.aggregate([on_wire])[0]["limit"] == "line rate"
+
+
+def test_schema_1_and_legacy_records_in_one_file(tmp_path):
+    path = tmp_path / "trials.jsonl"
+    legacy = fixture_records("paper_drop.jsonl")[:3]
+    lines = [json.dumps(r, sort_keys=True) for r in legacy] + ["{not json"]
+    lines += [json.dumps(v1_record(4, 5.6e6, 6.2e6, count_mode="program"), sort_keys=True)]
+    path.write_text("\n".join(lines) + "\n")
+    records, warnings = report.load(str(path))
+    assert len(records) == 4 and [w.line for w in warnings] == [4]
+    (row,) = report.aggregate(records)
+    assert row["repetitions"] == 4 and row["count_mode"] == "program"
+    md = report.to_markdown([row], "x")
+    assert "| count mode |" in md.splitlines()[2] and "count mode: what counted" in md
 
 
 def test_provenance_of_other_systems():

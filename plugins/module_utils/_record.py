@@ -1,0 +1,430 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The trial record: built once, in Python, with the one limit verdict.
+
+``build_record(...)`` turns what a trial produced (the measurement of contract 1, the DUT's CPU use,
+the generator's stopped summary, the provenance) into the one JSON object a line of
+``trials.jsonl`` holds. Its shape is ``docs/trial_record.schema.json`` (``SCHEMA_VERSION``), shown
+in docs/ARCHITECTURE.md ("Contract 4: the trial record"). The module ``xdplab.testbed.trial_record``
+writes it; the report (``_report.py``, ``_figures.py``) reads it.
+
+The limit verdict is decided here and nowhere else (``loss_verdict``): which side limited the
+trial (the generator: the DUT counted at least ``kept_up_share`` of the offered load; the line rate:
+the same, offered at >= ``LINE_RATE_SHARE`` of the link's line rate; else the DUT) and where the
+lost packets went (``lost_at``). The report only aggregates the recorded verdicts over the
+repetitions of a point (``aggregate_limit``). Records written before the schema existed (no
+``schema`` key) are read through ``normalize``, which completes their verdict with the same code.
+
+``wire_pps`` is the one line-rate formula (the filter ``xdplab.testbed.wire_pps`` calls it).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import math
+
+SCHEMA_VERSION = 1
+# versions this code reads (None: a record written before the schema existed, read as legacy)
+READABLE_SCHEMAS = (1,)
+
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"
+STATUSES = (STATUS_OK, STATUS_FAILED)
+
+GENERATOR_LIMITED = "generator"
+DUT_LIMITED = "dut"
+LINE_RATE_LIMITED = "line rate"
+LIMITS = (GENERATOR_LIMITED, DUT_LIMITED, LINE_RATE_LIMITED)
+# The DUT counted at least this share of what was offered: the offered load, not the DUT, was the limit.
+KEPT_UP_SHARE = 0.99
+# Offered at least this share of the link's line rate (and the DUT kept up): the wire was the limit.
+LINE_RATE_SHARE = 0.95
+WIRE_OVERHEAD_BYTES = 20  # preamble 7 + SFD 1 + inter-frame gap 12
+MIN_FRAME = 64
+
+# Where a trial's packets were lost (loss.lost_at -> loss.where)
+LOST_NOWHERE = "none"
+LOST_AT_DUT_RING = "dut_rx_ring"
+LOST_ON_THE_PATH = "path"
+LOSS_PLACES = {
+    LOST_NOWHERE: "nowhere: the DUT kept up with the offered load",
+    LOST_AT_DUT_RING: "DUT receive ring full: the egress device refused frames",
+    LOST_ON_THE_PATH: "between the generator and the DUT program (port, ring or driver)",
+}
+
+# what the record keeps of the generator's summary: everything but the per-interval records
+GENERATOR_DROP_KEYS = ("intervals",)
+# what the record keeps of cpu_usage's result beside per_cpu: not Ansible's keys, not the raw snapshot
+CPU_DROP_KEYS = ("changed", "failed", "invocation", "warnings", "deprecations", "snapshot", "per_cpu", "msg", "skipped")
+PROCESS_KEYS = ("pid", "exit_status", "signal", "signal_name", "stderr_tail")
+ERROR_MAX_CHARS = 8000
+
+
+class RecordError(ValueError):
+    """The inputs of a record are incomplete or malformed; the message names the field and what to pass."""
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- line rate -------------------------------------------------------------------------------------------
+
+
+def wire_pps(link_speed_gbit, frame_size=64):
+    """Line rate in packets per second of a link (Gbit/s) for frames of frame_size bytes.
+
+    A frame occupies frame_size + 20 bytes of wire time (preamble 7, SFD 1, inter-frame gap 12):
+    a 64-byte frame takes 84 bytes, so 100 Gbit/s carries 148.8 Mpps.
+    """
+    return float(link_speed_gbit) * 1e9 / ((float(frame_size) + WIRE_OVERHEAD_BYTES) * 8)
+
+
+def _speed(value):
+    """A link speed in Gbit/s, or None when unknown (None, "", 0 or not a number)."""
+    try:
+        speed = float(value) if value not in (None, "", 0) else None
+    except (TypeError, ValueError):
+        return None
+    return speed if speed and math.isfinite(speed) and speed > 0 else None
+
+
+def link_speed_of(rec, default=None):
+    """The DUT link's speed in Gbit/s: the record's provenance.dut.link_speed_gbit, else default (None: unknown)."""
+    speed = _speed(((rec.get("provenance") or {}).get("dut") or {}).get("link_speed_gbit"))
+    return speed if speed is not None else _speed(default)
+
+
+def line_rate_limit(limit, offered_pps, packet_len, link_speed_gbit, share=LINE_RATE_SHARE):
+    """A generator-limited trial offered at (nearly) line rate was limited by the wire, not by the generator."""
+    speed = _speed(link_speed_gbit)
+    if limit != GENERATOR_LIMITED or speed is None or not offered_pps:
+        return limit
+    return LINE_RATE_LIMITED if float(offered_pps) >= share * wire_pps(speed, packet_len or MIN_FRAME) else limit
+
+
+# -- the limit verdict -----------------------------------------------------------------------------------
+
+
+def offered_in_window(intervals, window):
+    """Offered rate over a measurement window, from a generator's per-interval records.
+
+    Each record covers (mono - interval_s, mono] on the host's monotonic clock; a record counts with
+    the share of it that overlaps the window. None when the records do not cover at least half of
+    the window (different hosts' clocks, or no timestamps).
+    """
+    if not window or not intervals:
+        return None
+    start, end = float(window["start"]), float(window["end"])
+    if end <= start:
+        return None
+    sent = covered = 0.0
+    for rec in intervals:
+        if "mono" not in rec or not rec.get("interval_s"):
+            return None
+        r_end = float(rec["mono"])
+        r_start = r_end - float(rec["interval_s"])
+        overlap = min(end, r_end) - max(start, r_start)
+        if overlap > 0:
+            sent += rec["sent"] * overlap / (r_end - r_start)
+            covered += overlap
+    if covered < 0.5 * (end - start):
+        return None
+    return sent / covered
+
+
+def limit_of(counted_pps, offered_pps, kept_up_share=KEPT_UP_SHARE):
+    """Which side limited a trial: the generator (DUT counted ~all it was offered) or the DUT."""
+    if not offered_pps:
+        return DUT_LIMITED
+    return GENERATOR_LIMITED if counted_pps >= kept_up_share * offered_pps else DUT_LIMITED
+
+
+def loss_verdict(counted_pps, generator_summary, window=None, kept_up_share=KEPT_UP_SHARE, link_speed_gbit=None, packet_len=None):
+    """Where a trial lost packets and which side was the limit (the one verdict).
+
+    counted_pps: what the system under test counted over ``window`` ({start, end} on the monotonic
+    clock); generator_summary: traffic_generator's stopped summary (offered_pps, elapsed_s,
+    egress.refused, intervals). The offered load is taken over the same window when the generator's
+    records allow it (offered_basis: window), else over the generator's whole run (offered_basis: run).
+    link_speed_gbit (None: unknown) and packet_len decide whether a kept-up trial hit the line rate.
+    Raises RecordError on missing or malformed inputs.
+    """
+    try:
+        counted = float(counted_pps)
+        offered = float(generator_summary["offered_pps"])
+        share = float(kept_up_share)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise RecordError(
+            "the loss verdict needs the counted pps (measurement.pps) and the generator's stopped summary with "
+            "offered_pps (generator); got %r" % (exc,)
+        ) from exc
+    if not 0 < share <= 1:
+        raise RecordError("kept_up_share must be in (0, 1], got %r" % kept_up_share)
+    try:
+        in_window = offered_in_window(generator_summary.get("intervals"), window)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RecordError(
+            "the generator's interval records or the measurement window are malformed (%r); records need mono, "
+            "interval_s and sent, the window start and end" % (exc,)
+        ) from exc
+    basis = "run"
+    if in_window is not None:
+        offered, basis = in_window, "window"
+    lost = max(offered - counted, 0.0)
+    refused = (generator_summary.get("egress") or {}).get("refused")
+    elapsed = generator_summary.get("elapsed_s") or 0
+    refused_pps = refused / elapsed if refused is not None and elapsed else None
+    limit = limit_of(counted, offered, share)
+    if limit == GENERATOR_LIMITED:
+        lost_at = LOST_NOWHERE
+    elif refused_pps is not None and refused_pps >= 0.5 * lost:
+        lost_at = LOST_AT_DUT_RING
+    else:
+        lost_at = LOST_ON_THE_PATH
+    speed = _speed(link_speed_gbit)
+    packet_len = packet_len or generator_summary.get("packet_len") or MIN_FRAME
+    return {
+        "offered_pps": offered,
+        "offered_basis": basis,
+        "counted_pps": counted,
+        "lost_pps": lost,
+        "pct": round(100.0 * lost / offered, 3) if offered else None,
+        "refused_pps": refused_pps,
+        "limit": line_rate_limit(limit, offered, packet_len, speed),
+        "lost_at": lost_at,
+        "where": LOSS_PLACES[lost_at],
+        "kept_up_share": share,
+        "link_speed_gbit": speed,
+        "line_rate_pps": wire_pps(speed, packet_len) if speed is not None else None,
+    }
+
+
+def aggregate_limit(limits):
+    """One limit for the repetitions of a point from their recorded verdicts.
+
+    A repetition the DUT kept up with shows the DUT can do at least that rate, so the point is the
+    offered load's (line rate before generator), and the DUT's only when every repetition was.
+    """
+    limits = set(limits)
+    for limit in (LINE_RATE_LIMITED, GENERATOR_LIMITED):
+        if limit in limits:
+            return limit
+    return DUT_LIMITED
+
+
+# -- building the record ---------------------------------------------------------------------------------
+
+
+def _mean_busy(per_cpu):
+    busy = [c["busy"] for c in per_cpu or () if isinstance(c, dict) and isinstance(c.get("busy"), (int, float))]
+    return float(sum(busy) / len(busy)) if busy else None
+
+
+def _cpu_parts(cpu):
+    """(cpu_busy, per_cpu, cpu_usage detail, foreign flag) from cpu_usage's result (None: not measured)."""
+    if not cpu:
+        return None, [], None, None
+    if not isinstance(cpu, dict):
+        raise RecordError("cpu must be cpu_usage's registered result (a mapping with per_cpu), got %r" % type(cpu).__name__)
+    per_cpu = list(cpu.get("per_cpu") or [])
+    detail = {k: v for k, v in cpu.items() if k not in CPU_DROP_KEYS}
+    foreign = cpu.get("foreign")
+    flag = cpu.get("foreign_flag", cpu.get("flagged"))
+    if flag is None and foreign is not None:
+        flag = bool(foreign)
+    return _mean_busy(per_cpu), per_cpu, detail, (bool(flag) if flag is not None else None)
+
+
+def _measurement(measurement, required):
+    if not measurement:
+        if required:
+            raise RecordError(
+                "status ok needs measurement: the measure task's measurement (__experiment_measured.measurement, "
+                "contract 1: pps, window, source, ...)"
+            )
+        return None
+    if not isinstance(measurement, dict):
+        raise RecordError("measurement must be a mapping (contract 1), got %r" % type(measurement).__name__)
+    missing = [k for k in ("pps", "window", "source") if k not in measurement]
+    if missing:
+        raise RecordError(
+            "measurement lacks %s: pass the measuring module's `measurement` key (_measurement.measurement), "
+            "not its whole result" % ", ".join(missing)
+        )
+    source = measurement.get("source")
+    if not isinstance(source, dict) or not source.get("kind") or not source.get("at"):
+        raise RecordError(
+            "measurement.source must name its kind and where it counted (at: dut or generator_rx), got %r" % (source,)
+        )
+    return copy.deepcopy(measurement)
+
+
+def _generator(generator, required):
+    if not generator:
+        if required:
+            raise RecordError("status ok needs generator: traffic_generator's stopped result's summary (offered_pps, ...)")
+        return None
+    if not isinstance(generator, dict):
+        raise RecordError("generator must be traffic_generator's summary (a mapping), got %r" % type(generator).__name__)
+    return {k: copy.deepcopy(v) for k, v in generator.items() if k not in GENERATOR_DROP_KEYS}
+
+
+def _failure(failure):
+    if not isinstance(failure, dict):
+        raise RecordError(
+            "status failed needs failure: {task, error, process} (ansible_failed_task.name, ansible_failed_result.msg, "
+            "the failed module's process), got %r" % (failure,)
+        )
+    error = failure.get("error")
+    if error is not None and not isinstance(error, str):
+        error = str(error)
+    if error and len(error) > ERROR_MAX_CHARS:
+        error = error[: ERROR_MAX_CHARS // 2] + " [...] " + error[-ERROR_MAX_CHARS // 2 :]
+    process = failure.get("process")
+    if process:
+        if not isinstance(process, dict):
+            raise RecordError("failure.process must be the {pid, exit_status, signal, signal_name, stderr_tail} of contract 4")
+        process = {k: copy.deepcopy(process.get(k)) for k in PROCESS_KEYS}
+    return {"task": str(failure.get("task") or ""), "error": error or "", "process": process or None}
+
+
+def _trial(trial):
+    if not isinstance(trial, dict):
+        raise RecordError("trial must be one entry of experiment_trials ({trial_id, point, repetition, index, total})")
+    tid, point, rep = trial.get("trial_id"), trial.get("point"), trial.get("repetition")
+    if not isinstance(tid, str) or not tid:
+        raise RecordError("trial.trial_id must be a non-empty string, got %r" % (tid,))
+    if not isinstance(point, dict) or not point:
+        raise RecordError("trial.point must be the matrix point (a non-empty mapping), got %r" % (point,))
+    try:
+        rep = int(rep)
+    except (TypeError, ValueError):
+        raise RecordError("trial.repetition must be a whole number, got %r" % (rep,)) from None
+    if rep < 1:
+        raise RecordError("trial.repetition counts from 1, got %d" % rep)
+    return tid, copy.deepcopy(point), rep
+
+
+def build_record(
+    experiment,
+    trial,
+    status,
+    started_at=None,
+    measurement=None,
+    cpu=None,
+    generator=None,
+    provenance=None,
+    kept_up_share=KEPT_UP_SHARE,
+    link_speed_gbit=None,
+    failure=None,
+    finished_at=None,
+):
+    """The trial record (docs/trial_record.schema.json) of one trial. Raises RecordError naming a bad input.
+
+    status ok: measurement (contract 1) and generator (the stopped summary) are required; cpu
+    (cpu_usage's result), the loss verdict and the provenance go in. status failed: failure
+    ({task, error, process}) is required; what is known of the rest (a measurement, the generator's
+    summary) is kept, without a verdict.
+    """
+    if status not in STATUSES:
+        raise RecordError("status must be ok or failed, got %r" % (status,))
+    if not isinstance(experiment, str) or not experiment:
+        raise RecordError("experiment must be the experiment's name, got %r" % (experiment,))
+    tid, point, rep = _trial(trial)
+    ok = status == STATUS_OK
+    if ok and not started_at:
+        raise RecordError("status ok needs started_at (when the trial started, UTC ISO 8601)")
+    meas = _measurement(measurement, ok)
+    gen = _generator(generator, ok)
+    if provenance is not None and not isinstance(provenance, dict):
+        raise RecordError("provenance must be a mapping {dut, system, program, generator, trial, controller}")
+    prov = copy.deepcopy(provenance or {})
+    if gen is not None:
+        prov["generator"] = dict(prov.get("generator") or {})
+        for key in ("version", "command"):
+            if key in gen and key not in prov["generator"]:
+                prov["generator"][key] = gen[key]
+    if meas is not None:
+        prov["measurement"] = dict(meas["source"])
+    rec = {
+        "schema": SCHEMA_VERSION,
+        "trial_id": tid,
+        "experiment": experiment,
+        "status": status,
+        "point": point,
+        "repetition": rep,
+        "started_at": started_at or None,
+        "finished_at": finished_at or utc_now(),
+        "provenance": prov,
+    }
+    if meas is not None:
+        busy, per_cpu, detail, foreign = _cpu_parts(cpu)
+        meas.update({"cpu_busy": busy, "cpu": per_cpu, "cpu_usage": detail, "cpu_foreign": foreign})
+        rec["result"] = meas
+    if gen is not None:
+        rec["generator"] = gen
+    if ok:
+        speed = link_speed_of(rec, link_speed_gbit)
+        rec["loss"] = loss_verdict(meas["pps"], generator, meas["window"], kept_up_share, speed, point.get("packet_len"))
+    else:
+        rec["failure"] = _failure(failure)
+    return rec
+
+
+# -- reading records -------------------------------------------------------------------------------------
+
+
+class UnreadableRecord(ValueError):
+    """A record this code cannot read (a newer schema, or not a trial record at all)."""
+
+
+def schema_of(rec):
+    """A record's schema version; None for a record written before the schema existed."""
+    return rec.get("schema")
+
+
+def normalize(rec, link_speed_gbit=None):
+    """A record as the report reads it: schema 1 as it is; a legacy record (no ``schema``) completed.
+
+    A legacy record's verdict knew generator and dut only: the line rate is decided here with the
+    same code as build_record's (the record's provenance.dut.link_speed_gbit, else link_speed_gbit).
+    Raises UnreadableRecord for a schema this code does not know.
+    """
+    version = schema_of(rec)
+    if version is not None:
+        if version not in READABLE_SCHEMAS:
+            raise UnreadableRecord(
+                "schema %r: this collection reads schema %s and records without a schema (legacy); update the collection"
+                % (version, ", ".join(str(v) for v in READABLE_SCHEMAS))
+            )
+        return rec
+    if not isinstance(rec.get("point"), dict) or "trial_id" not in rec:
+        raise UnreadableRecord("not a trial record (no schema, no trial_id or point)")
+    rec = copy.deepcopy(rec)
+    if rec.get("status", STATUS_OK) == STATUS_FAILED and "failure" not in rec:
+        rec["failure"] = {"task": rec.get("failed_task", ""), "error": rec.get("error", ""), "process": None}
+    loss = rec.get("loss")
+    if isinstance(loss, dict) and loss.get("limit"):
+        offered = loss.get("offered_pps") or (rec.get("generator") or {}).get("offered_pps")
+        speed = link_speed_of(rec, link_speed_gbit)
+        loss["limit"] = line_rate_limit(loss["limit"], offered, rec["point"].get("packet_len"), speed)
+    return rec
+
+
+def count_mode_of(rec):
+    """Which counter counted an XDP trial: driver | program; None for systems that have no such choice.
+
+    From the measurement's source (provenance.measurement, result.source). Legacy XDP records were
+    all counted by the program's map (xdp_stats read rxq_stats): program.
+    """
+    for source in ((rec.get("provenance") or {}).get("measurement"), (rec.get("result") or {}).get("source")):
+        if isinstance(source, dict) and source.get("count_mode"):
+            return source["count_mode"]
+    if schema_of(rec) is None:
+        prov = rec.get("provenance") or {}
+        program = str((prov.get("program") or {}).get("name") or "")
+        if (prov.get("system") or {}).get("impl") == "xdp" or program.startswith("xdp_bench"):
+            return "program"
+    return None

@@ -1,0 +1,285 @@
+"""The trial record (plugins/module_utils/_record.py): built once, in Python, with the one limit verdict.
+
+Inputs: the measurement is built with _measurement.measurement from the result of a real virtual-lab trial
+(tests/unit/fixtures/report/base_record.json, xdp_stats on veth, 2026-11-30); the CPU use is a real
+cpu_usage result of this machine (fixtures/report/cpu_usage_vlab.json); the generator summary is that
+trial's real summary, to which the tests add per-interval records shaped like xdplab-trafficgen's (constructed:
+the real trial's intervals were not recorded). Every record built here is validated against
+docs/trial_record.schema.json.
+"""
+
+import copy
+import json
+import os
+
+import jsonschema
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement, _record
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures", "report")
+SCHEMA_PATH = os.path.join(HERE, "..", "..", "docs", "trial_record.schema.json")
+with open(SCHEMA_PATH) as _f:
+    SCHEMA = json.load(_f)
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def valid(rec):
+    """The record, after checking it against the JSON Schema (every error listed on failure)."""
+    errors = sorted(VALIDATOR.iter_errors(json.loads(json.dumps(rec))), key=lambda e: list(e.path))
+    assert not errors, "\n".join("%s: %s" % ("/".join(map(str, e.path)), e.message) for e in errors)
+    return rec
+
+
+def load(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return json.load(f)
+
+
+BASE = load("base_record.json")
+CPU = load("cpu_usage_vlab.json")
+
+
+def measurement(count_mode="program", pps=None):
+    res = BASE["result"]
+    pps = res["pps"] if pps is None else pps
+    start, end = res["window"]["start"], res["window"]["end"]
+    samples = [{"t": float(i + 1), "seconds": 1.0, "packets": int(p), "pps": p} for i, p in enumerate(res["samples_pps"])]
+    source = {"kind": "program_map" if count_mode == "program" else "driver_counters", "at": "dut", "count_mode": count_mode}
+    return _measurement.measurement(
+        pps,
+        _measurement.window_of(start, end),
+        source,
+        packets=int(pps * (end - start)),
+        per_cpu=res["per_cpu"],
+        per_rxq=[{"queue": q["queue"], "pps": q["pps"], "cpus": q["cpus"]} for q in res["per_rxq"]],
+        samples=samples,
+        imbalance=res["imbalance"],
+        details={"ethtool": res["ethtool"]},
+    )
+
+
+def generator(offered=6182324.0, refused=None, with_intervals=True):
+    gen = copy.deepcopy(BASE["generator"])
+    if refused is not None:
+        gen["egress"]["refused"] = refused
+    if with_intervals:
+        start = BASE["result"]["window"]["start"]
+        # constructed: one record per second over the window, as xdplab-trafficgen prints them
+        gen["intervals"] = [
+            {"type": "interval", "mono": start - 1 + i, "interval_s": 1.0, "sent": int(offered), "pps": offered} for i in range(8)
+        ]
+    return gen
+
+
+TRIAL = {"trial_id": BASE["trial_id"], "point": BASE["point"], "repetition": 1, "index": 1, "total": 3}
+PROVENANCE = {k: v for k, v in BASE["provenance"].items() if k != "generator"}
+PROVENANCE["generator"] = {k: v for k, v in BASE["provenance"]["generator"].items() if k not in ("version", "command")}
+
+
+def ok_record(**kw):
+    args = dict(
+        experiment="paper_drop",
+        trial=TRIAL,
+        status="ok",
+        started_at="2026-11-30T17:15:00Z",
+        measurement=measurement(),
+        cpu=CPU,
+        generator=generator(),
+        provenance=PROVENANCE,
+        finished_at="2026-11-30T17:15:13Z",
+    )
+    args.update(kw)
+    return valid(_record.build_record(**args))
+
+
+def test_an_ok_record_has_the_schema_the_measurement_the_cpu_and_the_verdict():
+    rec = ok_record()
+    assert rec["schema"] == _record.SCHEMA_VERSION == 1
+    assert (rec["trial_id"], rec["status"], rec["repetition"]) == (BASE["trial_id"], "ok", 1)
+    assert rec["point"] == BASE["point"]
+    assert rec["result"]["pps"] == pytest.approx(BASE["result"]["pps"])
+    assert set(_measurement.MEASUREMENT_KEYS) <= set(rec["result"])
+    # cpu: per_cpu kept, their mean busy %, the rest without Ansible's keys and the raw snapshot
+    assert rec["result"]["cpu"] == CPU["per_cpu"]
+    assert rec["result"]["cpu_busy"] == pytest.approx(CPU["per_cpu"][0]["busy"])
+    assert "snapshot" not in rec["result"]["cpu_usage"] and "changed" not in rec["result"]["cpu_usage"]
+    assert rec["result"]["cpu_usage"]["window"] == CPU["window"]
+    assert rec["result"]["cpu_foreign"] is None  # this cpu_usage does not tell
+    # the generator summary without its per-interval records; its version and command in the provenance
+    assert "intervals" not in rec["generator"] and rec["generator"]["offered_pps"] == BASE["generator"]["offered_pps"]
+    assert rec["provenance"]["generator"]["version"] == "0.1.0"
+    assert rec["provenance"]["generator"]["command"][0].endswith("xdplab-trafficgen")
+    # what counted, where, and the count mode
+    assert rec["provenance"]["measurement"] == {"kind": "program_map", "at": "dut", "count_mode": "program"}
+    assert _record.count_mode_of(rec) == "program"
+    # the verdict of the real trial: the DUT's ring was full (veth refused 1.49 Mpps of 6.18 offered)
+    loss = rec["loss"]
+    assert loss["offered_basis"] == "window" and loss["offered_pps"] == pytest.approx(6182324.0)
+    assert loss["limit"] == "dut" and loss["lost_at"] == "dut_rx_ring"
+    assert loss["pct"] == pytest.approx(BASE["loss"]["pct"], abs=0.01)
+    assert loss["refused_pps"] == pytest.approx(BASE["loss"]["refused_pps"])
+    assert loss["link_speed_gbit"] is None and loss["line_rate_pps"] is None
+
+
+def test_the_record_is_json_and_the_inputs_are_not_changed():
+    gen = generator()
+    before = copy.deepcopy(gen)
+    rec = ok_record(generator=gen)
+    assert gen == before
+    assert json.loads(json.dumps(rec, allow_nan=False)) == rec
+
+
+def test_driver_count_mode_is_recorded():
+    rec = ok_record(measurement=measurement("driver"))
+    assert rec["provenance"]["measurement"]["count_mode"] == "driver"
+    assert rec["result"]["source"]["kind"] == "driver_counters"
+    assert _record.count_mode_of(rec) == "driver"
+
+
+def test_kept_up_is_generator_limited_and_line_rate_needs_the_link_speed():
+    pps = 6182324.0
+    rec = ok_record(measurement=measurement(pps=pps), generator=generator(refused=0))
+    assert rec["loss"]["limit"] == "generator" and rec["loss"]["lost_at"] == "none"
+    # 6.18 Mpps of 64-byte frames on a 4 Gbit/s link (line rate 5.95 Mpps): the wire was the limit
+    rec = ok_record(measurement=measurement(pps=pps), generator=generator(refused=0), link_speed_gbit=4)
+    assert rec["loss"]["limit"] == "line rate"
+    assert rec["loss"]["line_rate_pps"] == pytest.approx(4e9 / (84 * 8))
+    # the DUT's own link speed in the provenance wins over the option
+    prov = copy.deepcopy(PROVENANCE)
+    prov["dut"]["link_speed_gbit"] = 100
+    rec = ok_record(measurement=measurement(pps=pps), generator=generator(refused=0), link_speed_gbit=4, provenance=prov)
+    assert rec["loss"]["limit"] == "generator" and rec["loss"]["link_speed_gbit"] == 100
+
+
+def test_offered_over_the_run_when_the_intervals_do_not_cover_the_window():
+    rec = ok_record(generator=generator(with_intervals=False))
+    assert rec["loss"]["offered_basis"] == "run"
+    assert rec["loss"]["offered_pps"] == BASE["generator"]["offered_pps"]
+
+
+def test_a_failed_record_names_the_task_the_error_and_the_process():
+    process = {"pid": 4242, "exit_status": None, "signal": 9, "signal_name": "SIGKILL",
+               "stderr_tail": "xdplab-trafficgen: sending on veth-tg0\n"}  # fmt: skip
+    rec = valid(
+        _record.build_record(
+            "paper_drop",
+            TRIAL,
+            "failed",
+            started_at="2026-11-30T17:15:00Z",
+            generator=generator(),
+            provenance=PROVENANCE,
+            failure={"task": "Stop the generator and read what it sent", "error": "the generator died: signal 9 (SIGKILL)",
+                     "process": dict(process, extra="dropped")},
+        )
+    )  # fmt: skip
+    assert rec["status"] == "failed" and "loss" not in rec and "result" not in rec
+    assert rec["failure"]["task"] == "Stop the generator and read what it sent"
+    assert rec["failure"]["error"] == "the generator died: signal 9 (SIGKILL)"
+    assert rec["failure"]["process"] == process  # only the keys of contract 4
+    assert rec["generator"]["offered_pps"] == BASE["generator"]["offered_pps"]
+
+
+def test_a_failed_record_before_anything_started():
+    rec = valid(_record.build_record("paper_drop", TRIAL, "failed", failure={"task": "Set up", "error": "no such device"}))
+    assert rec["started_at"] is None and rec["failure"]["process"] is None
+    assert rec["finished_at"].endswith("Z")
+
+
+def test_a_long_error_is_shortened_at_its_middle():
+    rec = valid(_record.build_record("x", TRIAL, "failed", failure={"task": "t", "error": "a" * 5000 + "b" * 5000}))
+    error = rec["failure"]["error"]
+    assert len(error) < 8100 and error.startswith("a") and error.endswith("b") and "[...]" in error
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"status": "done"}, "status must be ok or failed"),
+        ({"measurement": None}, "needs measurement"),
+        ({"measurement": {"pps": 1.0}}, "lacks window, source"),
+        ({"measurement": dict(measurement(), source={"kind": "program_map"})}, "where it counted"),
+        ({"generator": None}, "needs generator"),
+        ({"generator": {"sent": 1}}, "offered_pps"),
+        ({"started_at": None}, "needs started_at"),
+        ({"trial": {"trial_id": "", "point": {"a": 1}, "repetition": 1}}, "trial_id"),
+        ({"trial": {"trial_id": "x", "point": {}, "repetition": 1}}, "trial.point"),
+        ({"trial": {"trial_id": "x", "point": {"a": 1}, "repetition": 0}}, "counts from 1"),
+        ({"kept_up_share": 1.5}, "kept_up_share"),
+        ({"cpu": [1, 2]}, "cpu must be cpu_usage"),
+        ({"status": "failed", "failure": None}, "needs failure"),
+    ],
+)
+def test_bad_inputs_name_the_field(kw, message):
+    args = dict(experiment="e", trial=TRIAL, status="ok", started_at="2026-11-30T17:15:00Z", measurement=measurement(),
+                generator=generator())  # fmt: skip
+    args.update(kw)
+    with pytest.raises(_record.RecordError, match=message):
+        _record.build_record(**args)
+
+
+def test_the_verdict_by_itself():
+    verdict = _record.loss_verdict(5_990_000, {"offered_pps": 6_000_000, "elapsed_s": 10, "egress": {"refused": 0}})
+    assert verdict["limit"] == "generator" and verdict["lost_at"] == "none" and verdict["pct"] == pytest.approx(0.167)
+    verdict = _record.loss_verdict(5_900_000, {"offered_pps": 6_200_000, "elapsed_s": 10, "egress": {"refused": 3_000_000}})
+    assert (verdict["limit"], verdict["lost_at"]) == ("dut", "dut_rx_ring")
+    verdict = _record.loss_verdict(20e6, {"offered_pps": 25e6, "elapsed_s": 10, "egress": {"refused": None}})
+    assert (verdict["limit"], verdict["lost_at"], verdict["refused_pps"]) == ("dut", "path", None)
+    assert _record.loss_verdict(0, {"offered_pps": 0})["limit"] == "dut"
+
+
+def test_aggregate_limit_over_repetitions():
+    assert _record.aggregate_limit(["dut", "dut"]) == "dut"
+    assert _record.aggregate_limit(["dut", "generator", "dut"]) == "generator"
+    assert _record.aggregate_limit(["generator", "line rate"]) == "line rate"
+    assert _record.aggregate_limit([]) == "dut"
+
+
+def test_wire_pps_is_the_one_formula():
+    assert _record.wire_pps(100) == pytest.approx(148809523.8, rel=1e-9)
+    assert _record.wire_pps(10, 1518) == pytest.approx(10e9 / (1538 * 8))
+    assert _record.line_rate_limit("generator", 1.5e6, 64, 1) == "line rate"
+    assert _record.line_rate_limit("generator", 1.0e6, 64, 1) == "generator"
+    assert _record.line_rate_limit("dut", 1.5e6, 64, 1) == "dut"
+    assert _record.line_rate_limit("generator", 1.5e6, 64, None) == "generator"
+
+
+def test_legacy_records_are_read_and_completed():
+    legacy = copy.deepcopy(BASE)
+    assert _record.schema_of(legacy) is None
+    assert _record.normalize(legacy) == legacy
+    # legacy XDP trials were all counted by the program's map (xdp_bench_drop's rxq_stats)
+    assert _record.count_mode_of(legacy) == "program"
+    dpdk = copy.deepcopy(legacy)
+    dpdk["provenance"]["program"] = {"dpdk_version": "DPDK 22.11.11"}
+    assert _record.count_mode_of(dpdk) is None
+    dpdk["provenance"]["system"] = {"impl": "xdp"}
+    assert _record.count_mode_of(dpdk) == "program"
+    kept_up = copy.deepcopy(legacy)
+    kept_up["loss"].update(limit="generator", offered_pps=14.8e6)
+    assert _record.normalize(kept_up, link_speed_gbit=10)["loss"]["limit"] == "line rate"
+    assert kept_up["loss"]["limit"] == "generator"  # normalize copies
+    failed = {"trial_id": "x", "status": "failed", "point": {"system": "xdp"}, "failed_task": "Set up", "error": "boom"}
+    assert _record.normalize(failed)["failure"] == {"task": "Set up", "error": "boom", "process": None}
+
+
+def test_a_newer_schema_or_a_foreign_object_is_unreadable():
+    with pytest.raises(_record.UnreadableRecord, match="schema 2"):
+        _record.normalize(dict(ok_record(), schema=2))
+    with pytest.raises(_record.UnreadableRecord, match="not a trial record"):
+        _record.normalize({"type": "summary"})
+    rec = ok_record()
+    assert _record.normalize(rec) is rec
+
+
+def test_the_schema_refuses_what_the_record_must_not_be():
+    rec = ok_record()
+    for broken in (
+        dict(rec, schema=2),
+        dict(rec, status="failed"),  # a failed record has failure and no verdict
+        dict(rec, loss=dict(rec["loss"], limit="network")),
+        dict(rec, generator=dict(rec["generator"], intervals=[])),
+        dict(rec, extra=1),
+        {k: v for k, v in rec.items() if k != "loss"},
+    ):
+        assert list(VALIDATOR.iter_errors(json.loads(json.dumps(broken))))
