@@ -250,8 +250,7 @@ stopped_by:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, json_records
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.trex import TrexGenerator
 
 BACKEND_KEYS = ("trex_dir", "runner", "lib_dir", "python", "server", "sync_port", "async_port", "port", "rx_ports",
@@ -292,7 +291,7 @@ class TrexTraffic:
         if self.module.check_mode:
             return result
         rc, out, err = self.module.run_command(command)
-        records = trex.read_records(out)
+        records = json_records(out)
         final = next((r for r in reversed(records) if r.get("type") == "summary"), None)
         if rc != 0 or final is None:
             error = next((r.get("message") for r in reversed(records) if r.get("type") == "error"), None)
