@@ -146,10 +146,11 @@ class Bench:
         finally:
             sh("ip", "-n", self.dut, "link", "set", "dev", "dut0", "xdpdrv", "off")
         per_queue = [(after[q] - before[q]) / (t1 - t0) for q in queues]
+        command = ["ip", "link", "set", "dev", "dut0", "xdpdrv", "obj", "xdp_bare_drop.bpf.o", "sec", "xdp"]
         return {
             "pps": sum((after[q] - before[q]) for q in after) / (t1 - t0), "per_queue": [round(p) for p in per_queue],
-            "offered_pps": offered, "rx_ring_full_pps": None, "command": ["ip", "link", "set", "dev", "dut0", "xdpdrv",
-            "obj", "xdp_bare_drop.bpf.o", "sec", "xdp"], "generator": gen_argv[4:], "bind_mode": "-", "xdp_mode": "native",
+            "offered_pps": offered, "rx_ring_full_pps": None, "command": command,
+            "generator": gen_argv[4:], "bind_mode": "-", "xdp_mode": "native",
         }  # fmt: skip
 
     def run(self, system, layout):
@@ -175,7 +176,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="xd-xs-bm-") as build:
         targets = [os.path.join(build, t) for t in ("xdplab-xsk-bench", "xdplab-trafficgen", "xdp_trafficgen.bpf.o",
-                                                     "xdp_bare_drop.bpf.o")]  # fmt: skip
+                                                    "xdp_bare_drop.bpf.o")]  # fmt: skip
         sh("make", "-s", "-C", os.path.join(ROOT, "bpf"), "BUILD=%s" % build, *targets)
         print("# kernel %s (%s), %d CPUs, %s" % (platform.release(), platform.version(), os.cpu_count(),
                                                  version_of(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo"])))  # fmt: skip

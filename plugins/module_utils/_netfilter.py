@@ -391,7 +391,6 @@ class Iptables:
     def desired_text(spec):
         return ipt_state_text(ipt_desired(spec), spec.table)
 
-
     def matches(self, spec, state):
         return state == ipt_desired(spec)
 

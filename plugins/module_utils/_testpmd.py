@@ -541,8 +541,6 @@ def _fwd_rxq(first, last, seconds, lcore_of):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-
-
 class RunFiles(Process):
     """testpmd's run files (_process.Process): ``<run_dir>/<name>.json`` (pid, start time, command, file prefix),
     ``<name>.log`` (the transcript of its pty: its stdout and stderr) and ``<name>.exit.json`` (how it ended)."""

@@ -188,7 +188,6 @@ def summarize(snapshots, threshold=DEFAULT_THRESHOLD):
     return result
 
 
-
 def summarize_queues(snapshots, threshold=DEFAULT_THRESHOLD):
     """The xdp_stats result from driver counters: ``[(monotonic_time, {queue: packets}), ...]`` (at least two).
 

@@ -468,9 +468,9 @@ class Testpmd:
                     self.fail("%s asks for queues %d..%d of %s, but DPDK's net_af_xdp can use %d queue(s) there "
                               "(combined channels of ethtool -l %s: %d, maximum %d; a veth has none, so only queue 0): "
                               "lower rxq/queue_count%s" % (port["name"], start, start + count - 1, iface, combined,
-                                                          iface, combined, max_q,
-                                                          "" if max_q == 1 else " or raise channels (ethtool -L %s "
-                                                          "combined N)" % iface))
+                                                           iface, combined, max_q,
+                                                           "" if max_q == 1 else " or raise channels (ethtool -L %s "
+                                                           "combined N)" % iface))
                 if "queue_count" not in port["args"] and count > 1:
                     port, added = tp.vdev_with_args(port, {"queue_count": str(count)})
                     self.result["notes"].append("%s: added %s" % (port["name"], added))

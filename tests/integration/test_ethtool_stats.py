@@ -96,7 +96,7 @@ def test_rates_of_two_devices_under_real_traffic(pairs):
     # module), so each device's counter delta must be exactly what its generator sent, and rate x seconds gives it
     # back; the per-sample rates add up to the same count.
     mod = subprocess.Popen(module_args_file(pairs, {"devices": ["d0", "d1"], "interval": 1.0, "samples": 6,
-                                                     "format_lines": True, "_ansible_check_mode": True}),
+                                                    "format_lines": True, "_ansible_check_mode": True}),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=dict(os.environ, PYTHONPATH=COLLECTIONS))
     pairs["procs"].append(mod)

@@ -73,9 +73,9 @@ GOOD = {"host_tuning_sysctls": {"net.ipv4.icmp_ratelimit": 0}, "host_tuning_sysc
     ({"host_tuning_governor": "turbo"}, "unknown governor 'turbo' on tu"),
     ({"host_tuning_sysctls": {"net.ipv4.no_such_key": 1}}, "unknown sysctl(s) net.ipv4.no_such_key on tu"),
     ({"nic_ports": [{"name": "n0", "pci": "03:00.0"}]}, "needs name (an interface, at most 15 characters); pci as "
-                                                       "domain:bus:device.function like 0000:03:00.0 (got 03:00.0)"),
+                                                        "domain:bus:device.function like 0000:03:00.0 (got 03:00.0)"),
     ({"nic_ports": [{"name": "n0", "mac": "02:58:44:54:55"}]}, "mac as a unicast MAC like ec:0d:9a:00:00:01 "
-                                                              "(got 02:58:44:54:55)"),
+                                                               "(got 02:58:44:54:55)"),
     ({"nic_ports": [{"name": "n0", "channels": {"rx": 9}}]}, "n0: channels.rx=9 exceeds the maximum 4 (ethtool -l n0)"),
     ({"nic_ports": [{"name": "n0", "channels": {"rx": 2}}, {"name": "n1", "channels": {"tx": 5}}]},
      "n1: channels.tx=5 exceeds the maximum 4"),

@@ -96,7 +96,7 @@ def test_mlx5_plan_check_mode_then_apply(monkeypatch, tmp_path, capsys):
     irq_write = f"echo 0 > {nic.procfs}/irq/120/smp_affinity_list"
     assert res["commands"] == [*PLANNED, irq_write]
     assert {d["item"] for d in res["drift"]} == {"pause.rx", "pause.tx", "features.ntuple-filters",
-                                                   "ntuple.udp4.dst_port=14", "irq_affinity.queue0"}
+                                                 "ntuple.udp4.dst_port=14", "irq_affinity.queue0"}
     assert next(d for d in res["drift"] if d["item"] == "ntuple.udp4.dst_port=14") == {
         "interface": "mlx5p1", "item": "ntuple.udp4.dst_port=14", "expected": "queue 2", "actual": "rule 1021 -> queue 5"}
     assert res["diff"]["before"]["pause"] == {"autoneg": False, "rx": True, "tx": True}
@@ -183,7 +183,7 @@ def test_parsers_on_the_fixtures():
         (1021, 14, 5, True), (1022, 13, 1, True), (1023, 12, 0, True)]
     assert ethtool.ntuple_rule_matches(rules[2], "udp4", 12, 0) and not ethtool.ntuple_rule_matches(rules[0], "udp4", 14, 2)
     narrowed = fixture("mlx5_ntuple_constructed.txt").replace("Src IP addr: 0.0.0.0 mask: 255.255.255.255",
-                                                               "Src IP addr: 198.18.0.1 mask: 0.0.0.0", 1)
+                                                              "Src IP addr: 198.18.0.1 mask: 0.0.0.0", 1)
     assert ethtool.parse_ntuple(narrowed)[0]["wildcard"] is False
     irqs = ethtool.parse_interrupts(fixture("hw_proc_interrupts_constructed.txt"))
     assert ethtool.queue_irqs(irqs, ethtool.IRQ_NAME_PATTERNS["mlx5_core"], 2, pci="0000:03:00.0") == {0: 120, 1: 121}

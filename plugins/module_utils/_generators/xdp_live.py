@@ -168,5 +168,3 @@ class XdpLiveGenerator:
             "version": final.get("version", ""),
             "command": (state or {}).get("command", []),
         }
-
-
