@@ -71,12 +71,13 @@ def matrix_axis(matrix, axis, default=None):
     return seen
 
 
-def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=None):
+def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=None, source="trials.jsonl"):
     """Expand a matrix {axis: [values]} into trials, skipping those already done.
 
     matrix: a mapping {axis: [values]} (every combination is a point), or a list of such
     mappings whose points are joined in order (so that, say, only XDP varies the touch mode).
-    done: a list of trial ids or the text of a JSON-lines results file.
+    done: a list of trial ids or the text of a JSON-lines results file (named `source` in the warnings
+    of its corrupt lines).
     exclude: partial points ({axis: value}) that are not measured.
     Returns [{"trial_id", "point": {axis: value}, "repetition", "index", "total"}] in matrix order,
     repetitions innermost, for the trials not yet done.
@@ -89,7 +90,7 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
     if repetitions < 1:
         raise AnsibleFilterError("experiment_trials: repetitions must be at least 1, got %d" % repetitions)
     if isinstance(done, str):
-        done = done_trial_ids(done)
+        done = done_trial_ids(done, source)
     done = set(done or [])
     exclude = exclude or []
     if not isinstance(exclude, list) or not all(isinstance(e, dict) for e in exclude):

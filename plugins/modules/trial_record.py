@@ -258,7 +258,7 @@ class TrialRecorder:
         finally:
             os.close(fd)
 
-    def append(self, line):
+    def append(self, rec, line):
         """Append one line atomically: one write under an exclusive lock, fsync'd. Returns (line number, existing)."""
         path = self.p["path"]
         directory = os.path.dirname(os.path.abspath(path))
@@ -271,7 +271,6 @@ class TrialRecorder:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             # under the lock: another writer may have recorded the trial meanwhile
-            rec = json.loads(line)
             number, old, lines = self.recorded(rec, warn=False)
             if old is not None:
                 return number, old
@@ -310,7 +309,7 @@ class TrialRecorder:
             result["diff"] = {"before": "", "after": line + "\n", "before_header": header, "after_header": header}
         if self.module.check_mode:
             return result
-        number, old = self.append(line)
+        number, old = self.append(rec, line)
         if old is not None:  # recorded by another writer between the check and the lock
             result.update(changed=False, record=old, line=number)
             result.pop("diff", None)

@@ -104,3 +104,14 @@ def test_done_trial_ids_reads_with_the_reader_and_warns(monkeypatch):
     assert experiment.done_trial_ids(text, "results/x/trials.jsonl") == ["a", "c"]
     assert len(shown) == 1 and shown[0].startswith("done_trial_ids: results/x/trials.jsonl:2: not valid JSON")
     assert shown[0].endswith("(that trial, if it was one, runs again)")
+
+
+def test_resume_from_a_file_with_a_corrupt_line_retries_that_trial(monkeypatch):
+    shown = []
+    monkeypatch.setattr(experiment.display, "warning", shown.append)
+    matrix = {"system": ["xdp"], "cores": [1, 2]}
+    first, second = experiment.experiment_trials(matrix, 1)
+    text = '{"trial_id": "%s", "status": "ok"}\n{"trial_id": "%s", "status": "o' % (first["trial_id"], second["trial_id"])
+    pending = experiment.experiment_trials(matrix, 1, done=text, source="results/e/dut/trials.jsonl")
+    assert [t["trial_id"] for t in pending] == [second["trial_id"]]
+    assert len(shown) == 1 and "results/e/dut/trials.jsonl:2: not valid JSON" in shown[0]
