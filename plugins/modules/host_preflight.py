@@ -173,11 +173,20 @@ options:
         type: list
         elements: raw
         required: true
+      axes:
+        description:
+          - The experiment's matrix itself (a mapping of axes to lists, or a list of them); with O(matrix.impls)
+            it gives the largest core count of each system, added to O(matrix.systems).
+        type: raw
+      impls:
+        description: System name -> its implementation (C(impl) of each of C(experiment_systems)).
+        type: dict
+        default: {}
       systems:
-        description: One entry per system of the matrix.
+        description: One entry per system of the matrix (the same system may come more than once; its largest counts).
         type: list
         elements: dict
-        required: true
+        default: []
         suboptions:
           system:
             description: Name of the system (for example V(dpdk_vector)).
@@ -195,6 +204,25 @@ options:
         description: CPU of testpmd's main lcore (C(xdplab_dpdk_main_lcore)).
         type: int
         default: 0
+  port_lists:
+    description:
+      - Lists of ports from the inventory, each item checked as O(interfaces) are and named C(FIELD[i]) in messages.
+      - An item is a string (an interface name or a PCI address, as in C(xdplab_generator_ports)) or a mapping with
+        C(name), C(pci) and C(driver) (as in C(xdplab_dut_ports)); a mapping with C(pci) is checked as that PCI device
+        bound to C(driver), and when an entry of O(interfaces) has its C(name), that interface must sit on C(pci).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      field:
+        description: Inventory variable of the list (for example C(xdplab_dut_ports)).
+        type: str
+        required: true
+      ports:
+        description: Its items.
+        type: list
+        elements: raw
+        required: true
   fail_on_problems:
     description:
       - V(true) fails the task when there is any problem (all of them in the message). V(false) returns them in
@@ -430,6 +458,26 @@ def same_machine(mine, theirs):
         if a and b:
             return a == b
     return False
+
+
+def matrix_systems(matrix):
+    """[{system, impl, cores}]: the largest core count of each system, from O(matrix.systems) and O(matrix.axes)."""
+    largest = {}
+    for entry in matrix.get("systems") or []:
+        key = (entry["system"], entry["impl"])
+        largest[key] = max(largest.get(key, 0), int(entry["cores"]))
+    axes = matrix.get("axes")
+    subs = axes if isinstance(axes, list) else [axes] if axes else []
+    impls = matrix.get("impls") or {}
+    for sub in subs:
+        if not isinstance(sub, dict):
+            continue
+        cores = [int(c) for c in sub.get("cores") or [] if str(c).strip().isdigit()]
+        for system in sub.get("system") or []:
+            if cores:
+                key = (str(system), str(impls.get(system, "")))
+                largest[key] = max(largest.get(key, 0), max(cores))
+    return [{"system": s, "impl": i, "cores": c} for (s, i), c in largest.items()]
 
 
 class HostPreflight:
@@ -747,7 +795,7 @@ class HostPreflight:
         usable = [c for c in listed if c in online]
         main = matrix.get("dpdk_main_lcore")
         main = 0 if main is None else int(main)
-        for entry in matrix["systems"]:
+        for entry in matrix_systems(matrix):
             cores, system = int(entry["cores"]), entry["system"]
             if entry["impl"] == "dpdk":
                 if main not in online:
@@ -772,10 +820,34 @@ class HostPreflight:
                 )
 
     # ---- the work
+    def port_entries(self):
+        """O(interfaces), then O(port_lists) as entries of the same shape (field FIELD[i], FIELD[i].pci, ...)."""
+        entries = [dict(e) for e in self.params.get("interfaces") or []]
+        by_name = {e["name"]: e for e in entries}
+        for plist in self.params.get("port_lists") or []:
+            for i, item in enumerate(plist["ports"] or []):
+                field = f"{plist['field']}[{i}]"
+                if not isinstance(item, dict):
+                    if str(item) not in by_name:
+                        entries.append({"field": field, "name": str(item)})
+                    continue
+                name, pci, driver = item.get("name"), item.get("pci"), item.get("driver")
+                if pci:
+                    entries.append(
+                        {"field": f"{field}.pci", "name": str(pci), "driver": driver, "driver_field": f"{field}.driver"}
+                    )
+                    if name in by_name and not by_name[name].get("pci"):
+                        by_name[name].update(pci=str(pci), pci_field=f"{field}.pci")
+                elif name and name not in by_name:
+                    entries.append(
+                        {"field": f"{field}.name", "name": str(name), "driver": driver, "driver_field": f"{field}.driver"}
+                    )
+        return entries
+
     def run_checks(self):
         identity = self.identity()
         online = self.online_cpus()
-        for entry in self.params.get("interfaces") or []:
+        for entry in self.port_entries():
             self.check_interface(entry)
         mine = self.check_cpus(online)
         self.check_peers(identity, mine, online)
@@ -848,10 +920,12 @@ def main():
                 "options": {
                     "field": {"type": "str", "default": "xdplab_dut_cpus"},
                     "cpus": {"type": "list", "elements": "raw", "required": True},
+                    "axes": {"type": "raw"},
+                    "impls": {"type": "dict", "default": {}},
                     "systems": {
                         "type": "list",
                         "elements": "dict",
-                        "required": True,
+                        "default": [],
                         "options": {
                             "system": {"type": "str", "required": True},
                             "impl": {"type": "str", "required": True},
@@ -859,6 +933,15 @@ def main():
                         },
                     },
                     "dpdk_main_lcore": {"type": "int", "default": 0},
+                },
+            },
+            "port_lists": {
+                "type": "list",
+                "elements": "dict",
+                "default": [],
+                "options": {
+                    "field": {"type": "str", "required": True},
+                    "ports": {"type": "list", "elements": "raw", "required": True},
                 },
             },
             "fail_on_problems": {"type": "bool", "default": True},

@@ -251,3 +251,42 @@ def test_pci_address_and_wording_helpers():
     assert hp.cpu_words([7]) == "CPU 7 is" and hp.cpu_words([2, 3, 4]) == "CPUs 2-4 are"
     assert hp.listing([]) == "none"
     assert hp.listing([str(i) for i in range(10)]).endswith(", 7, ... (10 in all)")
+
+
+def test_port_lists_from_the_inventory(host):
+    host.netdev("ens1f0", 7, pci="0000:af:00.0", driver="i40e")
+    host.pci("0000:3b:00.0", "vfio-pci")
+    res = host.check(
+        interfaces=[{"field": "xdplab_dut_interface", "name": "ens1f0"}],
+        port_lists=[
+            {"field": "xdplab_dut_ports", "ports": [{"name": "ens1f0", "pci": "0000:41:00.0", "driver": "mlx5_core"},
+                                                   {"name": "ens1f1", "pci": "0000:3b:00.0", "driver": "vfio-pci"}]},
+            {"field": "xdplab_generator_ports", "ports": ["0000:3b:00.0", "0000:3b:00.1"]},
+        ],
+    )  # fmt: skip
+    assert res["errors"] == [
+        "dut: xdplab_dut_ports[0].pci: ens1f0 is PCI device 0000:af:00.0, not 0000:41:00.0",
+        "dut: xdplab_dut_ports[0].pci: PCI device 0000:41:00.0 is not present in /sys/bus/pci/devices on dut "
+        "(network devices: 0000:00:03.0 (virtio-pci), 0000:3b:00.0 (vfio-pci), 0000:af:00.0 (i40e))",
+        "dut: xdplab_generator_ports[1]: PCI device 0000:3b:00.1 is not present in /sys/bus/pci/devices on dut "
+        "(network devices: 0000:00:03.0 (virtio-pci), 0000:3b:00.0 (vfio-pci), 0000:af:00.0 (i40e))",
+    ]
+
+
+def test_matrix_systems_from_the_experiment_matrix():
+    axes = [
+        {"system": ["xdp"], "touch": ["no_touch", "read"], "cores": [1, 2, 8]},
+        {"system": ["dpdk_vector", "dpdk_scalar"], "cores": [1, 5]},
+        {"system": ["xdp", "linux_raw"], "cores": ["3"]},
+    ]
+    impls = {"xdp": "xdp", "dpdk_vector": "dpdk", "dpdk_scalar": "dpdk", "linux_raw": "linux"}
+    got = hp.matrix_systems({"axes": axes, "impls": impls, "systems": []})
+    assert got == [
+        {"system": "xdp", "impl": "xdp", "cores": 8},
+        {"system": "dpdk_vector", "impl": "dpdk", "cores": 5},
+        {"system": "dpdk_scalar", "impl": "dpdk", "cores": 5},
+        {"system": "linux_raw", "impl": "linux", "cores": 3},
+    ]
+    assert hp.matrix_systems({"axes": {"system": ["xdp"], "cores": [2]}, "impls": impls}) == [
+        {"system": "xdp", "impl": "xdp", "cores": 2}
+    ]
