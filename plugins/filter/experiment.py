@@ -117,18 +117,6 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
     return trials
 
 
-def trial_loss(counted_pps, generator_summary, window=None, kept_up_share=_record.KEPT_UP_SHARE, link_speed_gbit=None):
-    """The limit verdict of plugins/module_utils/_record.py (loss_verdict) as a filter.
-
-    The trial record (module xdplab.testbed.trial_record) decides it by itself; this filter serves
-    playbooks that still assemble their record in Jinja (playbooks/experiment/trial.yml).
-    """
-    try:
-        return _record.loss_verdict(counted_pps, generator_summary, window, kept_up_share, link_speed_gbit)
-    except _record.RecordError as exc:
-        raise AnsibleFilterError("trial_loss: %s" % exc) from exc
-
-
 def generator_backends(_ignored=None):
     """Names of the generator backends xdplab.testbed.traffic_generator knows."""
     return backend_names()
@@ -141,6 +129,5 @@ class FilterModule:
             "matrix_axis": matrix_axis,
             "done_trial_ids": done_trial_ids,
             "trial_id": trial_id,
-            "trial_loss": trial_loss,
             "generator_backends": generator_backends,
         }

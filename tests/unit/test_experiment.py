@@ -1,4 +1,4 @@
-"""The experiment matrix, resume and the trial loss verdict (plugins/filter/experiment.py)."""
+"""The experiment matrix and resume (plugins/filter/experiment.py); the loss verdict is tested in test_record.py."""
 
 import json
 
@@ -8,7 +8,6 @@ from ansible_collections.xdplab.testbed.plugins.filter.experiment import (
     done_trial_ids,
     experiment_trials,
     trial_id,
-    trial_loss,
 )
 
 MATRIX = {"system": ["xdp"], "action": ["drop"], "touch": ["no_touch", "read"], "packet_len": [64], "cores": [1, 2]}
@@ -65,71 +64,6 @@ def test_exclude_drops_points():
 def test_bad_matrix_is_refused(matrix, reps, message):
     with pytest.raises(AnsibleFilterError, match=message):
         experiment_trials(matrix, reps)
-
-
-def test_loss_generator_limited_when_dut_counts_everything():
-    verdict = trial_loss(5_990_000, {"offered_pps": 6_000_000, "elapsed_s": 10, "egress": {"refused": 0}})
-    assert verdict["limit"] == "generator"
-    assert verdict["pct"] == pytest.approx(0.167, abs=1e-3)
-    assert verdict["where"].startswith("nowhere")
-
-
-def test_loss_dut_limited_and_located_at_the_full_ring():
-    # 6.2 Mpps offered, 5.9 Mpps dropped by XDP, 0.3 Mpps refused by the veth (ring full)
-    verdict = trial_loss(5_900_000, {"offered_pps": 6_200_000, "elapsed_s": 10, "egress": {"refused": 3_000_000}})
-    assert verdict["limit"] == "dut"
-    assert verdict["lost_pps"] == pytest.approx(300_000)
-    assert verdict["refused_pps"] == pytest.approx(300_000)
-    assert "ring full" in verdict["where"]
-    assert verdict["lost_at"] == "dut_rx_ring"
-
-
-def test_loss_dut_limited_elsewhere_when_egress_unknown():
-    verdict = trial_loss(20e6, {"offered_pps": 25e6, "elapsed_s": 10, "egress": {"refused": None}})
-    assert verdict["limit"] == "dut"
-    assert verdict["refused_pps"] is None
-    assert "between the generator" in verdict["where"]
-
-
-def test_loss_needs_a_summary():
-    with pytest.raises(AnsibleFilterError, match="offered_pps"):
-        trial_loss(1, {})
-
-
-def intervals(start, rates):
-    """Per-second generator records ending at start+1, start+2, ..."""
-    return [{"mono": start + i + 1, "interval_s": 1.0, "sent": r} for i, r in enumerate(rates)]
-
-
-def test_offered_load_is_cut_to_the_measurement_window():
-    # ramp-up second at 1 Mpps, then 6 Mpps; the window covers seconds 2..4 only
-    summary = {"offered_pps": 4.0e6, "elapsed_s": 5, "egress": {"refused": 0},
-               "intervals": intervals(100.0, [1e6, 6e6, 6e6, 6e6, 1e6])}  # fmt: skip
-    verdict = trial_loss(5.95e6, summary, window={"start": 101.0, "end": 104.0})
-    assert verdict["offered_basis"] == "window"
-    assert verdict["offered_pps"] == pytest.approx(6e6)
-    assert verdict["limit"] == "generator"
-    # the whole-run average would have hidden that the DUT kept up
-    assert trial_loss(5.95e6, dict(summary, intervals=[]))["offered_basis"] == "run"
-
-
-def test_partial_overlap_is_weighted():
-    summary = {"offered_pps": 0, "intervals": intervals(0.0, [2e6, 4e6])}
-    verdict = trial_loss(3e6, summary, window={"start": 0.5, "end": 1.5})
-    assert verdict["offered_pps"] == pytest.approx(3e6)
-
-
-def test_records_from_another_clock_fall_back_to_the_run():
-    summary = {"offered_pps": 5e6, "intervals": intervals(5000.0, [5e6, 5e6])}
-    verdict = trial_loss(4e6, summary, window={"start": 10.0, "end": 12.0})
-    assert verdict["offered_basis"] == "run"
-    assert verdict["offered_pps"] == 5e6
-
-
-def test_malformed_generator_records_are_a_filter_error():
-    summary = {"offered_pps": 1e6, "intervals": [{"mono": 2.0, "interval_s": 1.0}]}
-    with pytest.raises(AnsibleFilterError, match="malformed"):
-        trial_loss(1e6, summary, window={"start": 1.0, "end": 2.0})
 
 
 def test_exclude_must_be_partial_points():

@@ -64,7 +64,7 @@ def listed_short_descriptions():
 
 
 def test_the_collection_has_filters():
-    assert {"wire_pps", "thousands", "experiment_trials", "trial_loss"} <= set(FILTERS)
+    assert {"wire_pps", "thousands", "experiment_trials", "done_trial_ids"} <= set(FILTERS)
 
 
 def test_every_doc_file_belongs_to_a_filter():

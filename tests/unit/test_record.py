@@ -283,3 +283,71 @@ def test_the_schema_refuses_what_the_record_must_not_be():
         {k: v for k, v in rec.items() if k != "loss"},
     ):
         assert list(VALIDATOR.iter_errors(json.loads(json.dumps(broken))))
+
+
+# -- the verdict by itself (moved here with it from the filter trial_loss) ----------------------------------
+
+
+def test_loss_generator_limited_when_dut_counts_everything():
+    verdict = _record.loss_verdict(5_990_000, {"offered_pps": 6_000_000, "elapsed_s": 10, "egress": {"refused": 0}})
+    assert verdict["limit"] == "generator"
+    assert verdict["pct"] == pytest.approx(0.167, abs=1e-3)
+    assert verdict["where"].startswith("nowhere")
+
+
+def test_loss_dut_limited_and_located_at_the_full_ring():
+    # 6.2 Mpps offered, 5.9 Mpps dropped by XDP, 0.3 Mpps refused by the veth (ring full)
+    verdict = _record.loss_verdict(5_900_000, {"offered_pps": 6_200_000, "elapsed_s": 10, "egress": {"refused": 3_000_000}})
+    assert verdict["limit"] == "dut"
+    assert verdict["lost_pps"] == pytest.approx(300_000)
+    assert verdict["refused_pps"] == pytest.approx(300_000)
+    assert "ring full" in verdict["where"]
+    assert verdict["lost_at"] == "dut_rx_ring"
+
+
+def test_loss_dut_limited_elsewhere_when_egress_unknown():
+    verdict = _record.loss_verdict(20e6, {"offered_pps": 25e6, "elapsed_s": 10, "egress": {"refused": None}})
+    assert verdict["limit"] == "dut"
+    assert verdict["refused_pps"] is None
+    assert "between the generator" in verdict["where"]
+
+
+def test_loss_needs_a_summary():
+    with pytest.raises(_record.RecordError, match="offered_pps"):
+        _record.loss_verdict(1, {})
+
+
+def intervals(start, rates):
+    """Per-second generator records ending at start+1, start+2, ..."""
+    return [{"mono": start + i + 1, "interval_s": 1.0, "sent": r} for i, r in enumerate(rates)]
+
+
+def test_offered_load_is_cut_to_the_measurement_window():
+    # ramp-up second at 1 Mpps, then 6 Mpps; the window covers seconds 2..4 only
+    summary = {"offered_pps": 4.0e6, "elapsed_s": 5, "egress": {"refused": 0},
+               "intervals": intervals(100.0, [1e6, 6e6, 6e6, 6e6, 1e6])}  # fmt: skip
+    verdict = _record.loss_verdict(5.95e6, summary, {"start": 101.0, "end": 104.0})
+    assert verdict["offered_basis"] == "window"
+    assert verdict["offered_pps"] == pytest.approx(6e6)
+    assert verdict["limit"] == "generator"
+    # the whole-run average would have hidden that the DUT kept up
+    assert _record.loss_verdict(5.95e6, dict(summary, intervals=[]))["offered_basis"] == "run"
+
+
+def test_partial_overlap_is_weighted():
+    summary = {"offered_pps": 0, "intervals": intervals(0.0, [2e6, 4e6])}
+    verdict = _record.loss_verdict(3e6, summary, {"start": 0.5, "end": 1.5})
+    assert verdict["offered_pps"] == pytest.approx(3e6)
+
+
+def test_records_from_another_clock_fall_back_to_the_run():
+    summary = {"offered_pps": 5e6, "intervals": intervals(5000.0, [5e6, 5e6])}
+    verdict = _record.loss_verdict(4e6, summary, {"start": 10.0, "end": 12.0})
+    assert verdict["offered_basis"] == "run"
+    assert verdict["offered_pps"] == 5e6
+
+
+def test_malformed_generator_records_are_a_record_error():
+    summary = {"offered_pps": 1e6, "intervals": [{"mono": 2.0, "interval_s": 1.0}]}
+    with pytest.raises(_record.RecordError, match="malformed"):
+        _record.loss_verdict(1e6, summary, {"start": 1.0, "end": 2.0})
