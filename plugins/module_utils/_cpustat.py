@@ -52,21 +52,6 @@ def parse_proc_stat(text):
     return out
 
 
-def parse_cpu_list(text):
-    """Kernel CPU list syntax ("0-3,8,10-11") -> sorted list of ints ([] for an empty string)."""
-    cpus = set()
-    for chunk in text.strip().split(","):
-        chunk = chunk.strip()
-        if not chunk:
-            continue
-        lo, sep, hi = chunk.partition("-")
-        try:
-            cpus.update(range(int(lo), int(hi) + 1) if sep else [int(lo)])
-        except ValueError as exc:
-            raise CpuStatError(f"bad CPU list {text!r}") from exc
-    return sorted(cpus)
-
-
 def make_snapshot(stat, mono, ticks_per_second, boot_id=None):
     """A JSON-safe snapshot (what ``snapshot_only`` returns and ``since`` takes back)."""
     return {
@@ -180,10 +165,6 @@ def usage_between(before, after, cpus):
 def read_text(path):
     with open(path, encoding="ascii") as f:
         return f.read()
-
-
-def online_cpus(sysfs="/sys/devices/system/cpu/online"):
-    return parse_cpu_list(read_text(sysfs))
 
 
 def boot_id(path="/proc/sys/kernel/random/boot_id"):

@@ -365,31 +365,6 @@ def queue_irqs(interrupts, patterns, queues, interface="", pci=""):
     return out
 
 
-def parse_cpu_list(text):
-    """'0-3,5' -> [0, 1, 2, 3, 5] (sysfs/procfs CPU list format, also kernel command line values)."""
-    cpus = []
-    for part in str(text).strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, _sep, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return sorted(set(cpus))
-
-
-def format_cpu_list(cpus):
-    """[0, 1, 2, 3, 5] -> '0-3,5'."""
-    cpus = sorted(set(int(c) for c in cpus))
-    parts, i = [], 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(parts)
-
-
 PCI_ADDRESS = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\.[0-7]$")
 
 

@@ -134,15 +134,6 @@ def build_command(p, ports):
     return [p["binary"], *eal, "--", *app]
 
 
-def parse_cpu_list(text):
-    """``0-3,6`` -> [0, 1, 2, 3, 6]."""
-    cpus = set()
-    for part in filter(None, (t.strip() for t in text.strip().split(","))):
-        lo, _sep, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return sorted(cpus)
-
-
 def af_xdp_queue_limits(channels):
     """(max_queues, combined_queues) as DPDK 22.11's net_af_xdp computes them from ETHTOOL_GCHANNELS.
 

@@ -15,7 +15,7 @@ import os
 import re
 
 from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement, _xdp_counters
-from ansible_collections.xdplab.testbed.plugins.module_utils._ethtool import parse_cpu_list
+from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import online_cpus
 
 DEFAULT_BINARY = "/usr/local/lib/xdplab/bin/xdplab-xsk-bench"
 BENCH_MODES = ("rxdrop", "txpush", "l2fwd")
@@ -124,11 +124,6 @@ def rx_queue_count(interface, sysfs="/sys"):
     return sum(1 for name in os.listdir(path) if name.startswith("rx-"))
 
 
-def online_cpus(sysfs="/sys"):
-    with open(os.path.join(sysfs, "devices", "system", "cpu", "online")) as f:
-        return parse_cpu_list(f.read())
-
-
 def sysfs_driver(interface, sysfs="/sys"):
     """Driver of a device-backed interface from sysfs, or None (veth and other virtual devices have none)."""
     link = os.path.join(sysfs, "class", "net", interface, "device", "driver")
@@ -148,7 +143,7 @@ def check_target(p, cpus, driver, binary, sysfs="/sys"):
             "queue %s does not exist: %s (driver %s) has %d RX queue%s (0..%d)"
             % (", ".join(map(str, bad)), interface, driver or "unknown", count, "" if count == 1 else "s", count - 1)
         )
-    online = online_cpus(sysfs)
+    online = online_cpus(os.path.join(sysfs, "devices", "system", "cpu", "online"))
     offline = [c for c in cpus if c not in online]
     if offline:
         raise XskBenchError("CPU %s not online (online: %s)" % (", ".join(map(str, offline)), ",".join(map(str, online))))

@@ -153,6 +153,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _cpustat as cpustat
+from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import CpuListError, online_cpus
 
 
 class CpuUsage:
@@ -174,8 +175,8 @@ class CpuUsage:
 
     def select_cpus(self, stat):
         try:
-            online = cpustat.online_cpus()
-        except (OSError, cpustat.CpuStatError):
+            online = online_cpus()
+        except (OSError, CpuListError):
             online = sorted(stat["cpus"])
         online = [c for c in online if c in stat["cpus"]]
         wanted = self.p["cpus"]

@@ -259,6 +259,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import format_cpu_list, parse_cpu_list
 
 _MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}$")
 _RING_KEYS = {"rx": "rx", "tx": "tx", "rx_mini": "rx mini", "rx_jumbo": "rx jumbo"}
@@ -368,7 +369,7 @@ class NicSettings:
         if bad:
             self.fail(f"private_flags must map flag names to true/false, got {bad}")
         if p["irq_affinity"]:
-            online = ethtool.parse_cpu_list(self.read_text(os.path.join(self.SYSFS, "devices/system/cpu/online")))
+            online = parse_cpu_list(self.read_text(os.path.join(self.SYSFS, "devices/system/cpu/online")))
             queues = [e["queue"] for e in p["irq_affinity"]]
             if len(set(queues)) != len(queues):
                 self.fail(f"irq_affinity names a queue more than once: {queues}")
@@ -378,7 +379,7 @@ class NicSettings:
                 missing = sorted(set(e["cpus"]) - set(online))
                 if missing:
                     self.fail(f"irq_affinity queue {e['queue']}: CPU(s) {missing} are not online on this host "
-                              f"(online: {ethtool.format_cpu_list(online)})")
+                              f"(online: {format_cpu_list(online)})")
 
     @staticmethod
     def as_bool(value):
@@ -569,15 +570,15 @@ class NicSettings:
         for e in want:
             irq = irqs[e["queue"]]
             path = os.path.join(self.PROCFS, "irq", str(irq), "smp_affinity_list")
-            cur = ethtool.parse_cpu_list(self.read_text(path))
+            cur = parse_cpu_list(self.read_text(path))
             wanted = sorted(set(e["cpus"]))
             label = f"queue{e['queue']}"
-            self.before["irq_affinity"][label] = f"irq {irq}: {ethtool.format_cpu_list(cur)}"
-            self.after["irq_affinity"][label] = f"irq {irq}: {ethtool.format_cpu_list(wanted)}"
+            self.before["irq_affinity"][label] = f"irq {irq}: {format_cpu_list(cur)}"
+            self.after["irq_affinity"][label] = f"irq {irq}: {format_cpu_list(wanted)}"
             if cur != wanted:
-                self.drift(f"irq_affinity.{label}", ethtool.format_cpu_list(wanted),
-                           f"{ethtool.format_cpu_list(cur)} (irq {irq})")
-                text = ethtool.format_cpu_list(wanted)
+                self.drift(f"irq_affinity.{label}", format_cpu_list(wanted),
+                           f"{format_cpu_list(cur)} (irq {irq})")
+                text = format_cpu_list(wanted)
                 self.plan(f"echo {text} > {path}", (path, text))
 
     # -- run ---------------------------------------------------------------------------------------------------

@@ -107,7 +107,9 @@ import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool, _libbpf as libbpf
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf
+from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import parse_cpu_list
 
 GIT_SUFFIX = re.compile(r"-g([0-9a-f]{7,40})(?:[-+].*|\+)?$")
 VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
@@ -117,17 +119,6 @@ def kernel_commit(release):
     """'4.17.0-rc7-bpf-next-xdp-paper01-02308-g75d4e704fa8d' -> '75d4e704fa8d' (None without -gHASH)."""
     m = GIT_SUFFIX.search(release or "")
     return m.group(1) if m else None
-
-
-def parse_cpu_list(text):
-    """'0-3,5' -> [0, 1, 2, 3, 5]."""
-    cpus = []
-    for part in (text or "").strip().split(","):
-        if not part:
-            continue
-        lo, _sep, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
 
 
 def cpu_model(cpuinfo):

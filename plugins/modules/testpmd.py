@@ -346,6 +346,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
 from ansible_collections.xdplab.testbed.plugins.module_utils import _testpmd as tp
+from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import online_cpus
 
 
 class Testpmd:
@@ -421,10 +422,7 @@ class Testpmd:
     def cpu_text(cpus):
         return ",".join(map(str, cpus)) or "none"
 
-    @staticmethod
-    def online_cpus():
-        with open("/sys/devices/system/cpu/online") as f:
-            return tp.parse_cpu_list(f.read())
+    online_cpus = staticmethod(online_cpus)  # the one CPU-list helper; a seam for the unit tests
 
     def preflight(self):
         """Checks of the machine: devices, interfaces, queue counts, hugepages."""

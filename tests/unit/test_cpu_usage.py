@@ -6,6 +6,7 @@ import os
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpus
 from ansible_collections.xdplab.testbed.plugins.module_utils import _cpustat as cpustat
 from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage
 
@@ -82,10 +83,12 @@ def test_counters_going_backwards_report_zero_ticks():
 
 
 def test_cpu_list_syntax():
-    assert cpustat.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
-    assert cpustat.parse_cpu_list("") == []
-    with pytest.raises(cpustat.CpuStatError):
-        cpustat.parse_cpu_list("a-b")
+    # the one CPU-list helper (plugins/module_utils/_cpus.py) that cpu_usage reads the online CPUs with
+    assert _cpus.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert _cpus.parse_cpu_list("") == []
+    with pytest.raises(_cpus.CpuListError):
+        _cpus.parse_cpu_list("a-b")
+    assert cpu_usage.online_cpus is _cpus.online_cpus and not hasattr(cpustat, "parse_cpu_list")
 
 
 def test_snapshot_round_trip_through_json():

@@ -10,6 +10,7 @@ import os
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpus
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 from ansible_collections.xdplab.testbed.plugins.modules import nic_settings
 
@@ -192,5 +193,6 @@ def test_parsers_on_the_fixtures():
     assert next(e for e in vm if e["irq"] == 38) == {"irq": 38, "counts": [0, 3986], "chip": "PCI-MSIX-0000:00:03.0 1-edge",
                                                      "name": "virtio2-input.0"}
     assert ethtool.parse_features(fixture("veth_k.txt"))["ntuple-filters"] == {"on": False, "fixed": True}
-    assert ethtool.format_cpu_list([5, 0, 1, 2, 3]) == "0-3,5" and ethtool.parse_cpu_list("0-3,5") == [0, 1, 2, 3, 5]
+    assert nic_settings.format_cpu_list is _cpus.format_cpu_list and nic_settings.parse_cpu_list is _cpus.parse_cpu_list
+    assert _cpus.format_cpu_list([5, 0, 1, 2, 3]) == "0-3,5" and _cpus.parse_cpu_list("0-3,5") == [0, 1, 2, 3, 5]
     assert ethtool.valid_pci("0000:03:00.0") and not ethtool.valid_pci("0000:03:00.8") and not ethtool.valid_pci("3:0.0")

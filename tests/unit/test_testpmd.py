@@ -9,6 +9,7 @@ import os
 import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpus
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils import _testpmd as tp
 from ansible_collections.xdplab.testbed.plugins.modules import testpmd as module
@@ -224,7 +225,7 @@ def test_af_xdp_queue_limits_on_veth():
     assert tp.af_xdp_queue_limits(channels) == (1, 1)  # veth: only queue 0 for net_af_xdp
     assert tp.af_xdp_queue_limits({"max": {"combined": 8}, "current": {"combined": 4}}) == (8, 4)
     assert tp.af_xdp_queue_limits(None) == (1, 1)
-    assert tp.parse_cpu_list("0-3,6\n") == [0, 1, 2, 3, 6]
+    assert module.Testpmd.online_cpus is _cpus.online_cpus  # the one CPU-list helper
 
 
 # ------------------------------------------------------------------------------------------------ the module
