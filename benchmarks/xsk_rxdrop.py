@@ -127,7 +127,7 @@ class Bench:
         out = sh("ip", "netns", "exec", self.dut, "ethtool", "-S", "dut0").stdout
         counts = {}
         for line in out.splitlines():
-            key, _, value = line.strip().partition(":")
+            key, _sep, value = line.strip().partition(":")
             if key.startswith("rx_queue_") and key.endswith("_xdp_drops"):
                 counts[int(key.split("_")[2])] = int(value)
         return time.monotonic(), counts
@@ -160,7 +160,7 @@ class Bench:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--samples", type=int, default=3)

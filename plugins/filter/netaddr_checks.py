@@ -5,6 +5,7 @@ of an experiment, each error naming the one field and value that is wrong."""
 
 from __future__ import annotations
 
+import math
 import re
 
 try:
@@ -79,7 +80,7 @@ def _number(value):
         number = float(str(value).strip())
     except ValueError:
         return None
-    return number if number == number and number not in (float("inf"), float("-inf")) else None
+    return number if math.isfinite(number) else None
 
 
 def _mac_error(value):

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import os
-
 CPU_ONLINE = "/sys/devices/system/cpu/online"
 
 

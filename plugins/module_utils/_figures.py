@@ -325,8 +325,8 @@ def our_series(records, spec):
         system = dict(zip(spec["series"], key)).get("system")
         points, recs = [], []
         for x in sorted(groups[key]):
-            ys = [y for y, _ in groups[key][x]]
-            recs += [r for _, r in groups[key][x]]
+            ys = [y for y, _rec in groups[key][x]]
+            recs += [r for _y, r in groups[key][x]]
             points.append({"x": x, "median": statistics.median(ys), "min": min(ys), "max": max(ys), "n": len(ys)})
         out.append(
             {

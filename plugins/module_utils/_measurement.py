@@ -83,7 +83,7 @@ class Sampler:
         return cls(params["warmup"], params["interval"], params["samples"], **kw)
 
     def validate(self):
-        if not self.interval > 0:
+        if not math.isfinite(self.interval) or self.interval <= 0:
             raise SamplingError(f"interval must be a positive number of seconds, got {self.interval}")
         if self.warmup < 0:
             raise SamplingError(f"warmup must be zero or more seconds, got {self.warmup}")

@@ -395,7 +395,7 @@ class Iptables:
         return state == ipt_desired(spec)
 
     def _remove_from(self, table, chain, state):
-        for _ in range(state["jumps"]):
+        for _jump in range(state["jumps"]):
             _check(self.run, [self.ipt, "-w", "-t", table, "-D", "PREROUTING", "-j", chain])
         if state["chain"] is not None:
             _check(self.run, [self.ipt, "-w", "-t", table, "-F", chain])
@@ -414,7 +414,7 @@ class Iptables:
         else:
             _check(self.run, [*base, "-F", spec.table])
         _check(self.run, [*base, "-A", spec.table, *ipt_rule_args(spec)])
-        for _ in range(s["jumps"]):
+        for _jump in range(s["jumps"]):
             _check(self.run, [*base, "-D", "PREROUTING", "-j", spec.table])
         _check(self.run, [*base, "-I", "PREROUTING", "1", "-j", spec.table])
 

@@ -207,7 +207,7 @@ def histogram_percentiles(histogram, percentiles=DEFAULT_PERCENTILES, below_us=D
     buckets that end at or below it (exact when the threshold is a bucket edge, e.g. 10 or 100 µs).
     """
     buckets = sorted((bucket_range(k), int(v)) for k, v in (histogram or {}).items() if int(v) > 0)
-    total = sum(count for _, count in buckets)
+    total = sum(count for _low, count in buckets)
     result = {"samples": total, "percentiles_us": {}, "share_below_us": {}}
     if not total:
         return result
@@ -216,13 +216,13 @@ def histogram_percentiles(histogram, percentiles=DEFAULT_PERCENTILES, below_us=D
             raise TrexError("percentile %r is outside 0..100" % (p,))
         need = math.ceil(total * float(p) / 100.0)
         seen = 0
-        for (_, high), count in buckets:
+        for (_low, high), count in buckets:
             seen += count
             if seen >= need:
                 result["percentiles_us"]["p%s" % _pct_name(p)] = high
                 break
     for limit in below_us:
-        below = sum(count for (_, high), count in buckets if high <= limit)
+        below = sum(count for (_low, high), count in buckets if high <= limit)
         result["share_below_us"][str(limit)] = round(100.0 * below / total, 3)
     return result
 

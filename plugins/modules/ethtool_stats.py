@@ -193,15 +193,24 @@ def counter_matcher(pattern):
     return lambda stats: {name: int(m.group(1)) for name, m in ((n, rx.match(n)) for n in stats) if m}
 
 
+def _monotonic():
+    """time.monotonic, looked up at call time so tests can replace the module's monotonic."""
+    return monotonic()
+
+
+def _sleep(seconds):
+    """time.sleep, looked up at call time so tests can replace the module's sleep."""
+    sleep(seconds)
+
+
 class EthtoolStats:
     """Does the work; main() only wires it."""
 
     def __init__(self, module, clock=None, wait=None):
         self.module = module
         self.p = module.params
-        # looked up at call time so tests can replace the module's monotonic/sleep
-        self.clock = clock or (lambda: monotonic())
-        self.sleep = wait or (lambda seconds: sleep(seconds))
+        self.clock = clock or _monotonic
+        self.sleep = wait or _sleep
         self.devices = list(dict.fromkeys(self.p["devices"]))
         self.result = {"changed": False, "devices": self.devices}
 

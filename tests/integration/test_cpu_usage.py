@@ -53,7 +53,7 @@ def run(netns, tmp_path, args):
     path = tmp_path / f"args-{secrets.token_hex(4)}.json"
     path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     proc = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-m", MODULE, str(path)],
-                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=COLLECTIONS))
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False)
     assert proc.stdout.strip(), proc.stderr
     return json.loads(proc.stdout)
 

@@ -191,7 +191,7 @@ def test_tarball_with_another_checksum_is_refused_before_extraction(tmp_path):
     ],
 )
 def test_unknown_type_is_refused_by_the_argument_specs(override, message, fake_tree, tmp_path):
-    src, _ = fake_tree
+    src, _patches = fake_tree
     role_vars = base_vars(tmp_path, {"type": "dir", "path": str(src)}, [], **override)
     role_vars["kernel_variants"] = [{"name": "t"}]
 
@@ -204,7 +204,7 @@ def test_unknown_type_is_refused_by_the_argument_specs(override, message, fake_t
 
 @pytest.mark.root
 def test_unknown_type_inside_a_variant_is_refused_before_anything_changes(fake_tree, tmp_path):
-    src, _ = fake_tree
+    src, _patches = fake_tree
     role_vars = base_vars(tmp_path, {"type": "dir", "path": str(src)}, [])
     role_vars["kernel_variants"][0]["config_base"] = {"type": "oldconfig"}
 
@@ -280,7 +280,7 @@ def test_drift_check_against_the_running_kernel(tmp_path):
 @pytest.mark.skipif(not os.path.exists("/proc/config.gz"), reason="the running kernel has no /proc/config.gz")
 def test_running_config_base_is_snapshotted_once(fake_tree, tmp_path):
     """A running-kernel base is copied once, so booting the new kernel later does not change the build key."""
-    src, _ = fake_tree
+    src, _patches = fake_tree
     role_vars = base_vars(tmp_path, {"type": "dir", "path": str(src)}, [], kernel_config_base={"type": "running"})
     snapshot = tmp_path / "root" / "build" / "t" / "running-base.config"
 

@@ -64,7 +64,7 @@ class Lab:
         path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
         env = dict(os.environ, PYTHONPATH=COLLECTIONS)
         proc = subprocess.run(["ip", "netns", "exec", self.dut_ns, sys.executable, "-m", f"{MODULES}.{name}",
-                               str(path)], capture_output=True, text=True, env=env)
+                               str(path)], capture_output=True, text=True, env=env, check=False)
         assert proc.stdout.strip(), proc.stderr
         return json.loads(proc.stdout)
 
@@ -99,7 +99,7 @@ class Lab:
         left = []
         if "xdplab" in self.dut("nft", "list", "tables", check=False):
             left.append("nft table")
-        for binary in {"iptables", backend_binary}:
+        for binary in sorted({"iptables", backend_binary}):
             for table in ("raw", "mangle"):
                 if "xdplab" in self.dut(binary, "-w", "-t", table, "-S", check=False):
                     left.append(f"{binary} {table}")
@@ -226,12 +226,12 @@ def test_check_and_diff_through_the_ansible_cli(lab):
         tree = lab.tmp / f"tree{n}"
         proc = subprocess.run(["ip", "netns", "exec", lab.dut_ns, ansible, "localhost", "-i", "localhost,", "-c", "local",
                                "-t", str(tree), "-m", "xdplab.testbed.netfilter_drop", "-a", args, *extra],
-                              capture_output=True, text=True, env=env, cwd=ROOT)
+                              capture_output=True, text=True, env=env, cwd=ROOT, check=False)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         out.append((json.loads((tree / "localhost").read_text()), proc.stdout))
         if n == 0:
             assert "xdplab" not in lab.dut("nft", "list", "tables")  # check mode wrote nothing
-    (check, check_out), (real, real_out), (again, _) = out
+    (check, check_out), (real, real_out), (again, _again_out) = out
     assert check["changed"] is True and real["changed"] is True and again["changed"] is False
     assert "+\t\tiifname \"dut0\" udp dport 12-15 ct state new,established,related counter drop" in check_out
     assert "ct state established,related,new counter drop" in real_out  # after: as nft lists it

@@ -43,7 +43,7 @@ def dpdk():
     if not binary:
         pytest.skip("dpdk-testpmd not installed (apt-get install dpdk dpdk-dev)")
     if not os.path.exists(GENERATOR):
-        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True)
+        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr[-2000:]
     return binary
 
@@ -105,7 +105,7 @@ class Lab:
         path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
         env = dict(os.environ, PYTHONPATH=COLLECTIONS)
         proc = subprocess.run(["ip", "netns", "exec", ns or self.dut, sys.executable, "-m", MODULE, str(path)],
-                              capture_output=True, text=True, env=env, timeout=300)
+                              capture_output=True, text=True, env=env, timeout=300, check=False)
         assert proc.stdout.strip(), proc.stderr
         return json.loads(proc.stdout)
 
@@ -344,7 +344,7 @@ def test_through_the_ansible_cli(lab):
             "samples": 2, "warmup": 0.5}
     proc = subprocess.run(["ip", "netns", "exec", lab.dut, os.path.join(bin_dir, "ansible"), "localhost", "-c", "local",
                            "-m", "xdplab.testbed.testpmd", "-a", json.dumps(args)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("localhost | "))
     assert line.startswith("localhost | CHANGED => "), proc.stdout + proc.stderr
     res = json.loads(line.split("=> ", 1)[1])

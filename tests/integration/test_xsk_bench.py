@@ -38,7 +38,8 @@ def build(tmp_path_factory):
         pytest.skip("needs root")
     out = tmp_path_factory.mktemp("xsk-build")
     targets = [str(out / t) for t in ("xdplab-xsk-bench", "xdplab-trafficgen", "xdp_trafficgen.bpf.o", "xdp_bare_drop.bpf.o")]
-    proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf"), "BUILD=%s" % out, *targets], capture_output=True, text=True)
+    proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf"), "BUILD=%s" % out, *targets], capture_output=True, text=True,
+                          check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return out
 
@@ -93,7 +94,7 @@ class Lab:
         path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
         env = dict(os.environ, PYTHONPATH=COLLECTIONS)
         proc = subprocess.run(["ip", "netns", "exec", self.dut, sys.executable, "-m", MODULE, str(path)],
-                              capture_output=True, text=True, env=env)  # fmt: skip
+                              capture_output=True, text=True, env=env, check=False)  # fmt: skip
         assert proc.stdout.strip(), proc.stderr
         return json.loads(proc.stdout)
 
@@ -260,7 +261,7 @@ def test_signals_leave_nothing_attached(lab, sig):
     proc = subprocess.Popen(["ip", "netns", "exec", lab.dut, lab.bench, "--dev", "dut0", "--duration", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     lab.procs.append(proc)
-    for _ in range(100):
+    for _attempt in range(100):
         if lab.xdp_attached():
             break
         time.sleep(0.05)
@@ -288,7 +289,7 @@ def test_absent_stops_a_leftover_run(lab):
         "r = ProcessRun(sys.argv[1], 'xsk_bench'); r.backend = 'xsk_bench'; r.spawn(sys.argv[2:], {})"
     )
     sh("ip", "netns", "exec", lab.dut, sys.executable, "-c", script, lab.run_dir, *argv, env=env)
-    for _ in range(100):
+    for _attempt in range(100):
         if lab.xdp_attached():
             break
         time.sleep(0.05)

@@ -27,8 +27,8 @@ def test_sampler_warms_up_then_keeps_an_absolute_schedule(fake_clock):
     sampler = _measurement.Sampler(warmup=2.0, interval=1.0, samples=3, clock=clock, sleep=clock.sleep)
     snaps = sampler.run(read)
     assert clock.sleeps[0] == 2.0
-    assert [t for t, _ in snaps] == [102.0, 103.0, 104.0, 105.0]
-    assert [s for _, s in snaps] == [1, 2, 3, 4]
+    assert [t for t, _s in snaps] == [102.0, 103.0, 104.0, 105.0]
+    assert [s for _t, s in snaps] == [1, 2, 3, 4]
     assert clock.sleeps[1:] == pytest.approx([0.7, 0.7, 0.7])
     assert sampler.seconds == 5.0
 

@@ -59,7 +59,7 @@ def test_nft_desired_matches_real_listing(mode):
     assert netfilter.nft_comparable(parsed) == netfilter.nft_desired(spec)
     assert netfilter.nft_mode_of(parsed) == mode
     assert parsed["version"] == "1.0.6"
-    (chain,) = parsed["chains"].values()
+    (chain,) = list(parsed["chains"].values())
     assert chain["hook"] == "prerouting" and chain["prio"] == (-300 if mode == "raw" else -150)
     (rule,) = chain["rules"]
     assert rule["packets"] == 1000 and rule["bytes"] == 46000 and rule["drop"] and rule["iifname"] == "dut0"

@@ -243,7 +243,7 @@ def test_multi_ip_varies_the_destination(install):
     res, streams = profile_streams(install, "udp_multi_ip.py", stream_count=4, dst_ip="198.18.0.254")
     assert res.returncode == 0, res.stderr
     assert [s["dst_ip"] for s in streams] == ["198.18.0.254", "198.18.0.255", "198.18.1.0", "198.18.1.1"]
-    _, streams = profile_streams(install, "udp_multi_ip.py", stream_count=4, ip_count=2)
+    _res, streams = profile_streams(install, "udp_multi_ip.py", stream_count=4, ip_count=2)
     assert [s["dst_ip"] for s in streams] == ["198.18.0.2", "198.18.0.3", "198.18.0.2", "198.18.0.3"]
     assert [s["dport"] for s in streams] == [12, 13, 14, 15]
 
@@ -256,9 +256,9 @@ def test_latency_profile_rates_and_group(install):
 
 
 def test_profiles_refuse_bad_tunables(install):
-    res, _ = profile_streams(install, "udp_for_benchmarks.py", packet_len=40)
+    res, _streams = profile_streams(install, "udp_for_benchmarks.py", packet_len=40)
     assert res.returncode != 0 and "packet_len=40 is outside 64..1518" in res.stderr
-    res, _ = profile_streams(install, "udp_for_benchmarks.py", stream_count=10, port_base=65530)
+    res, _streams = profile_streams(install, "udp_for_benchmarks.py", stream_count=10, port_base=65530)
     assert res.returncode != 0 and "leaves the UDP port range" in res.stderr
 
 

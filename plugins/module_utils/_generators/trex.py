@@ -62,7 +62,7 @@ def options(given):
             "backend trex does not know backend_options %s; it takes: %s" % (", ".join(unknown), ", ".join(sorted(OPTIONS)))
         )
     out = {}
-    for key, (kind, default, _) in OPTIONS.items():
+    for key, (kind, default, _doc) in OPTIONS.items():
         value = given.get(key, default)
         if value is None:
             out[key] = None
