@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # Kernel package build time, cold and with ccache, on a tree the role xdplab.testbed.kernel configured.
 #
 #   bash benchmarks/kernel_build.sh [TREE]

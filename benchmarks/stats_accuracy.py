@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Accuracy of xdplab.testbed.xdp_stats against the veth driver's own counters.
 
 Builds a throwaway pair of namespaces (xbench-acc-tg / xbench-acc-dut) joined by a veth,

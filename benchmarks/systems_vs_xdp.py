@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Each system's drop rate on this machine and its ratio to XDP_DROP measured in the same run.
 
 Runs playbooks/paper_drop.yml on the virtual lab (inventories/vlab) with one DUT core, every

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """DPDK rxonly drop rate on the virtual lab's veth: net_af_packet vs net_af_xdp, measured by xdplab.testbed.testpmd.
 
 Builds a throwaway pair of namespaces (xd-tp-bench-tg / xd-tp-bench-dut) joined by a veth (2 queues, GRO on the

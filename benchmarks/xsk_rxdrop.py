@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # SPDX-License-Identifier: GPL-3.0-or-later
 """xsk_rxdrop.py: AF_XDP rxdrop (copy mode, XDP in drv vs skb mode) against XDP_DROP on the virtual lab.
 
