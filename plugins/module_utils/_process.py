@@ -39,7 +39,7 @@ STDERR_TAIL_LINES = 10
 STDERR_TAIL_CHARS = 2000
 
 #: Runs as `python -c SUPERVISOR EXIT_PATH READY_FD -- COMMAND...`; its stdio are the child's.
-SUPERVISOR = r"""
+SUPERVISOR = r"""# xdplab.testbed process supervisor (plugins/module_utils/_process.py)
 import json, os, signal, subprocess, sys, time
 exit_path, ready_fd, argv = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
 

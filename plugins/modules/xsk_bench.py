@@ -319,6 +319,29 @@ removed:
   returned: when O(state=absent) found files
   type: list
   elements: str
+process:
+  description:
+    - How the benchmark process ended when it died during the measurement (killed, or exited with an error);
+      the module then fails naming the signal or status and the last lines of its stderr.
+  returned: on failure, when the benchmark died during the measurement
+  type: dict
+  contains:
+    pid:
+      description: Process id of the benchmark.
+      type: int
+    exit_status:
+      description: Its exit status; null if a signal ended it.
+      type: int
+    signal:
+      description: Number of the signal that ended it; null if it exited.
+      type: int
+    signal_name:
+      description: Name of that signal.
+      type: str
+      sample: SIGKILL
+    stderr_tail:
+      description: The last lines of its stderr.
+      type: str
 """
 
 import socket
@@ -327,9 +350,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf
-from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement, _process
 from ansible_collections.xdplab.testbed.plugins.module_utils import _xsk as xsk
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, ProcessRun
 
 POLL_S = 0.2
 
@@ -340,8 +362,7 @@ class XskBench:
     def __init__(self, module):
         self.module = module
         self.p = module.params
-        self.run_files = ProcessRun(self.p["run_dir"], self.p["name"])
-        self.run_files.backend = "xsk_bench"
+        self.run_files = _process.Process(self.p["run_dir"], self.p["name"], kind="xsk_bench")
         self.result = {"changed": False, "command": []}
 
     def driver(self):
@@ -394,12 +415,19 @@ class XskBench:
                 raise xsk.XskBenchError("no complete window after %gs: see %s" % (duration, self.run_files.err_path))
             time.sleep(POLL_S)
 
-    def still_attached(self, prog_id):
+    def still_attached(self, prog_id, settle=2.0):
+        """Whether the bench's program is still attached; a killed bench's BPF link is released by the kernel
+        shortly after the process is gone, so this waits up to `settle` seconds for that."""
         try:
             ifindex = socket.if_nametoindex(self.p["interface"])
         except OSError:
             return False
-        return prog_id != 0 and libbpf.attached_program(ifindex)[0] == prog_id
+        deadline = time.monotonic() + settle
+        while prog_id != 0 and libbpf.attached_program(ifindex)[0] == prog_id:
+            if time.monotonic() > deadline:
+                return True
+            time.sleep(0.05)
+        return False
 
     def measure(self):
         p = self.p
@@ -414,14 +442,16 @@ class XskBench:
         if self.stop_leftover():
             self.module.warn("stopped a leftover xdplab-xsk-bench run recorded in %s" % self.run_files.state_path)
         records = []
+        stopped = None
         try:
             try:
-                self.run_files.spawn(argv, {"interface": p["interface"]})
-            except GeneratorError as exc:
+                self.run_files.start(argv, {"interface": p["interface"]})
+            except _process.ProcessError as exc:
                 raise xsk.XskBenchError(str(exc)) from None
             records = self.wait_for_window(duration)
         finally:
-            self.run_files.stop(p["stop_timeout"])
+            # the one process helper: stopping a bench that already ended is no error, and says how it ended
+            stopped = self.run_files.stop(p["stop_timeout"])
             records = self.run_files.json_lines() or records
             err = self.run_files.read_err().strip()
             starts = xsk.of_type(records, "start")
@@ -432,6 +462,14 @@ class XskBench:
                     "XDP program id %d is still attached to %s after the run: detach it (ip link set dev %s xdp off)"
                     % (prog_id, p["interface"], p["interface"])
                 )
+        exit_info = stopped["exit"] if stopped else None
+        if stopped and not stopped["was_running"] and _process.failed(exit_info):
+            # it died during the measurement (killed, or an error): that, not a short window, is the cause
+            self.result["process"] = _process.process_result(exit_info)
+            pid = exit_info.get("pid")
+            raise xsk.XskBenchError(
+                _process.failure_message("xdplab-xsk-bench (pid %s)" % pid, exit_info, "during the measurement")
+            )
         if not starts:
             raise xsk.XskBenchError("xdplab-xsk-bench did not start: %s" % (err or "no message"))
         summaries = xsk.of_type(records, "summary")
@@ -486,10 +524,11 @@ def main():
         required_if=[("state", "measured", ("interface",))],
         supports_check_mode=True,
     )
+    bench = XskBench(module)
     try:
-        result = XskBench(module).run()
+        result = bench.run()
     except (xsk.XskBenchError, libbpf.LibbpfError, OSError) as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), **bench.result)
     module.exit_json(**result)
 
 

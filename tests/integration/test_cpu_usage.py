@@ -25,15 +25,9 @@ MODULE = "ansible_collections.xdplab.testbed.plugins.modules.cpu_usage"
 
 
 @pytest.fixture
-def netns():
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    name = f"xd-nf-{secrets.token_hex(3)}-cpu"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
+def netns(netlab):
+    """A namespace of its own (the module reads /proc and /sys from inside one, as on the virtual lab)."""
+    return netlab("xd-cpu", pairs=[], single=True, lo=False).ns
 
 
 @pytest.fixture

@@ -34,34 +34,21 @@ def sh(*argv, check=True):
 
 
 @pytest.fixture
-def pairs(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
+def pairs(tmp_path, netlab):
     if not os.path.exists(GEN):
         proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr[-2000:]
-    tag = secrets.token_hex(3)
-    gns, dns = f"xd-tu-{tag}-g", f"xd-tu-{tag}-d"
-    made, procs = [], []
+    # two pairs g0/d0 and g1/d1, GRO on the d ends; the namespaces go with the netlab fixture
+    lab = netlab("xd-es", sides=("g", "d"), pairs=[("g0", "d0"), ("g1", "d1")], gro=["d0", "d1"], lo=False,
+                 addresses={"g0": "10.78.0.1/30", "d0": "10.78.0.2/30", "g1": "10.78.1.1/30", "d1": "10.78.1.2/30"})
+    procs = []
     try:
-        for ns in (gns, dns):
-            sh("ip", "netns", "add", ns)
-            made.append(ns)
-        for i in (0, 1):
-            sh("ip", "-n", gns, "link", "add", f"g{i}", "type", "veth", "peer", "name", f"d{i}", "netns", dns)
-            sh("ip", "-n", gns, "addr", "add", f"10.78.{i}.1/30", "dev", f"g{i}")
-            sh("ip", "-n", dns, "addr", "add", f"10.78.{i}.2/30", "dev", f"d{i}")
-            sh("ip", "-n", gns, "link", "set", f"g{i}", "up")
-            sh("ip", "-n", dns, "link", "set", f"d{i}", "up")
-            sh("ip", "netns", "exec", dns, "ethtool", "-K", f"d{i}", "gro", "on")
-        yield {"g": gns, "d": dns, "tmp": tmp_path, "procs": procs}
+        yield {"g": lab.g, "d": lab.d, "tmp": tmp_path, "procs": procs}
     finally:
         for p in procs:
             if p.poll() is None:
                 p.terminate()
                 p.wait(timeout=10)
-        for ns in made:
-            sh("ip", "netns", "del", ns, check=False)
 
 
 def mac(ns, dev):

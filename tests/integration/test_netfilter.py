@@ -32,32 +32,14 @@ def sh(*argv, check=True, **kw):
 
 
 class Lab:
-    def __init__(self, tmp_path):
-        tag = secrets.token_hex(3)
-        self.dut_ns, self.tg_ns = f"xd-nf-{tag}-dut", f"xd-nf-{tag}-tg"
+    """The netfilter tests' view of a lab from the netlab fixture (tests/integration/conftest.py)."""
+
+    def __init__(self, tmp_path, net):
+        self.dut_ns, self.tg_ns = net.dut, net.tg
         self.tmp = tmp_path
-        self.created = []
-
-    def up(self):
-        for ns in (self.dut_ns, self.tg_ns):
-            sh("ip", "netns", "add", ns)
-            self.created.append(ns)
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-               "net.ipv6.conf.default.disable_ipv6=1")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", self.dut_ns, "link", "add", "dut0", "type", "veth", "peer", "name", "tg0", "netns", self.tg_ns)
-        sh("ip", "-n", self.dut_ns, "addr", "add", f"{DUT_IP}/24", "dev", "dut0")
-        sh("ip", "-n", self.tg_ns, "addr", "add", f"{TG_IP}/24", "dev", "tg0")
-        sh("ip", "netns", "exec", self.dut_ns, "ethtool", "-K", "dut0", "gro", "on")
-        sh("ip", "netns", "exec", self.tg_ns, "ethtool", "-K", "tg0", "tso", "off")
-        sh("ip", "-n", self.dut_ns, "link", "set", "dut0", "up")
-        sh("ip", "-n", self.tg_ns, "link", "set", "tg0", "up")
-        mac = json.loads(sh("ip", "-n", self.dut_ns, "-j", "link", "show", "dut0").stdout)[0]["address"]
+        self.created = list(net.names)
+        mac = net.mac("dut0")
         sh("ip", "-n", self.tg_ns, "neigh", "replace", DUT_IP, "lladdr", mac, "dev", "tg0", "nud", "permanent")
-
-    def down(self):
-        for ns in self.created:
-            sh("ip", "netns", "del", ns, check=False)
 
     def module(self, name, args):
         path = self.tmp / f"args-{secrets.token_hex(4)}.json"
@@ -107,18 +89,16 @@ class Lab:
 
 
 @pytest.fixture
-def lab(tmp_path):
+def lab(tmp_path, netlab):
     if os.geteuid() != 0:
         pytest.skip("needs root")
     for tool in ("nft", "iptables", "iptables-legacy", "ethtool"):
         if not any(os.path.exists(os.path.join(d, tool)) for d in ("/usr/sbin", "/sbin", "/usr/bin")):
             pytest.skip(f"{tool} not installed (apt-get install nftables iptables ethtool)")
-    lab = Lab(tmp_path)
-    try:
-        lab.up()
-        yield lab
-    finally:
-        lab.down()
+    # dut0 <-> tg0 with addresses, GRO on dut0, TSO off on tg0, no IPv6; torn down by the netlab fixture
+    net = netlab("xd-nf", sides=("dut", "tg"), pairs=[("dut0", "tg0")], gro=["dut0"], features={"tg0": {"tso": "off"}},
+                 addresses={"dut0": f"{DUT_IP}/24", "tg0": f"{TG_IP}/24"}, no_ipv6=True)
+    return Lab(tmp_path, net)
 
 
 @pytest.mark.parametrize("mode", ["raw", "conntrack"])

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 
 import pytest
 
@@ -22,16 +21,11 @@ def sh(*argv):
 
 
 @pytest.fixture
-def namespace():
-    name = f"xv-it-{uuid.uuid4().hex[:8]}"
-    sh("ip", "netns", "add", name)
-    try:
-        sh("ip", "-n", name, "link", "add", "xv-it0", "address", "02:00:00:00:77:01", "type", "veth", "peer", "name", "xv-it1")
-        sh("ip", "-n", name, "addr", "add", "198.18.7.1/30", "dev", "xv-it0")
-        sh("ip", "-n", name, "link", "set", "xv-it0", "up")
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "delete", name], check=False)
+def namespace(netlab):
+    # one namespace holding both ends xv-it0 (up, with an address) / xv-it1; torn down by the netlab fixture
+    lab = netlab("xv-it", single=True, pairs=[("xv-it0", "xv-it1")], macs={"xv-it0": "02:00:00:00:77:01"},
+                 addresses={"xv-it0": "198.18.7.1/30"}, lo=False, up=["xv-it0"])  # fmt: skip
+    return lab.ns
 
 
 def ansible(tmp_path, inventory, host, *args):

@@ -23,19 +23,10 @@ def sh(*argv, check=True):
 
 
 @pytest.fixture
-def veth(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    ns = f"xd-tu-{secrets.token_hex(3)}"
-    sh("ip", "netns", "add", ns)
-    try:
-        sh("ip", "-n", ns, "link", "add", "n0", "numrxqueues", "4", "numtxqueues", "4", "address", "02:58:44:54:55:01",
-           "type", "veth", "peer", "name", "n1", "numrxqueues", "4", "numtxqueues", "4")
-        sh("ip", "-n", ns, "link", "set", "n0", "up")
-        sh("ip", "-n", ns, "link", "set", "n1", "up")
-        yield {"ns": ns, "tmp": tmp_path}
-    finally:
-        sh("ip", "netns", "del", ns, check=False)
+def veth(tmp_path, netlab):
+    # one namespace holding both ends n0/n1 (4 queues each); torn down by the netlab fixture
+    lab = netlab("xd-tu", single=True, pairs=[("n0", "n1")], queues=4, macs={"n0": "02:58:44:54:55:01"}, lo=False)
+    return {"ns": lab.ns, "tmp": tmp_path}
 
 
 def run(lab, args):

@@ -49,25 +49,15 @@ def dpdk():
 
 
 class Lab:
-    def __init__(self, tmp_path):
-        tag = secrets.token_hex(3)
-        self.tg, self.dut = f"xd-tp-{tag}-tg", f"xd-tp-{tag}-dut"
+    """testpmd's view of a lab from the netlab fixture (tests/integration/conftest.py)."""
+
+    def __init__(self, tmp_path, net):
+        self.tg, self.dut = net.tg, net.dut
+        self.created = list(net.names)
         self.tmp = tmp_path
         self.run_dir = str(tmp_path / "run")
-        self.created = []
         self.generators = []
         self.prefixes = set()
-
-    def up(self):
-        for ns in (self.tg, self.dut):
-            sh("ip", "netns", "add", ns)
-            self.created.append(ns)
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", self.tg, "link", "add", "veth-tg0", "numtxqueues", "2", "numrxqueues", "2", "type", "veth",
-           "peer", "name", "veth-dut0", "netns", self.dut, "numtxqueues", "2", "numrxqueues", "2")
-        sh("ip", "-n", self.tg, "link", "set", "veth-tg0", "up")
-        sh("ip", "-n", self.dut, "link", "set", "veth-dut0", "up")
-        sh("ip", "netns", "exec", self.dut, "ethtool", "-K", "veth-dut0", "gro", "on")
 
     def down(self):
         for proc in self.generators:
@@ -83,8 +73,6 @@ class Lab:
             for pid in sh("pgrep", "-f", f"file-prefix {prefix} ", check=False).stdout.split():
                 os.kill(int(pid), 9)
             shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
-        for ns in self.created:
-            sh("ip", "netns", "del", ns, check=False)
 
     def generate(self, seconds=40, queues=2, cpus="0,1"):
         proc = subprocess.Popen(
@@ -122,15 +110,14 @@ class Lab:
 
 
 @pytest.fixture
-def lab(tmp_path, dpdk):
-    lab = Lab(tmp_path)
+def lab(tmp_path, dpdk, netlab):
+    # 2 RX/TX queues, GRO on the DUT end; the namespaces go with the netlab fixture, always
+    net = netlab("xd-tp", queues=2, pairs=[("veth-tg0", "veth-dut0")], gro=["veth-dut0"])
+    lab = Lab(tmp_path, net)
     try:
-        lab.up()
         yield lab
     finally:
         lab.down()
-    for ns in lab.created:
-        assert ns not in sh("ip", "netns", "list").stdout
 
 
 def check_rates(res):
@@ -270,7 +257,10 @@ def test_testpmd_dies_mid_run(lab):
         os.kill(state["pid"], signal.SIGKILL)
         out, _err = module.communicate(timeout=60)
         res = json.loads(out)
-        assert res["failed"] and "testpmd exited with status -9" in res["msg"]
+        assert res["failed"], res
+        assert "testpmd (dpdk-testpmd, pid %d) was killed by signal 9 (SIGKILL)" % state["pid"] in res["msg"], res["msg"]
+        assert res["process"]["pid"] == state["pid"] and res["process"]["signal_name"] == "SIGKILL", res["process"]
+        assert res["process"]["stderr_tail"].strip(), res["process"]  # the last lines testpmd printed
         lab.assert_clean("dies")
     finally:
         if module.poll() is None:

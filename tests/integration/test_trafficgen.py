@@ -8,7 +8,6 @@ receive counter, with a loose tolerance: it tests pacing, not this shared machin
 
 import json
 import os
-import secrets
 import subprocess
 
 import pytest
@@ -25,25 +24,13 @@ def sh(*argv, check=True):
 
 
 @pytest.fixture
-def veth_pair():
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
+def veth_pair(netlab):
     if not os.path.exists(BINARY):
         proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr[-2000:]
-    tag = secrets.token_hex(3)
-    gen, dut = f"tr-{tag}-gen", f"tr-{tag}-dut"
-    try:
-        sh("ip", "netns", "add", gen)
-        sh("ip", "netns", "add", dut)
-        sh("ip", "-n", gen, "link", "add", "gen0", "type", "veth", "peer", "dut0", "netns", dut)
-        sh("ip", "-n", gen, "link", "set", "gen0", "up")
-        sh("ip", "-n", dut, "link", "set", "dut0", "up")
-        sh("ip", "netns", "exec", dut, "ethtool", "-K", "dut0", "gro", "on")
-        yield gen, dut
-    finally:
-        for ns in (gen, dut):
-            sh("ip", "netns", "del", ns, check=False)
+    # gen0 <-> dut0, GRO on the DUT end; torn down by the netlab fixture
+    lab = netlab("tr", sides=("gen", "dut"), pairs=[("gen0", "dut0")], gro=["dut0"], lo=False)
+    return lab.gen, lab.dut
 
 
 def run_gen(ns, *extra):

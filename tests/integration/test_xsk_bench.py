@@ -45,36 +45,23 @@ def build(tmp_path_factory):
 
 
 class Lab:
-    def __init__(self, tmp_path, build):
-        tag = secrets.token_hex(3)
-        self.tg, self.dut = f"xd-xs-{tag}-tg", f"xd-xs-{tag}-dut"
+    """The bench's view of a lab from the netlab fixture (tests/integration/conftest.py)."""
+
+    def __init__(self, tmp_path, build, net):
+        self.net = net
+        self.tg, self.dut = net.tg, net.dut
+        self.created = list(net.names)
         self.tmp = tmp_path
         self.build = build
         self.bench = str(build / "xdplab-xsk-bench")
         self.run_dir = str(tmp_path / "run")
-        self.created = []
         self.procs = []
-
-    def up(self):
-        for ns in (self.tg, self.dut):
-            sh("ip", "netns", "add", ns)
-            self.created.append(ns)
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-               "net.ipv6.conf.default.disable_ipv6=1")  # fmt: skip
-        sh("ip", "-n", self.tg, "link", "add", "tg0", "numtxqueues", "2", "numrxqueues", "2", "type", "veth",
-           "peer", "name", "dut0", "netns", self.dut, "numtxqueues", "2", "numrxqueues", "2")  # fmt: skip
-        sh("ip", "-n", self.tg, "link", "set", "tg0", "address", TG_MAC, "up")
-        sh("ip", "-n", self.dut, "link", "set", "dut0", "address", DUT_MAC, "up")
-        sh("ip", "netns", "exec", self.dut, "ethtool", "-K", "dut0", "gro", "on")
-        sh("ip", "netns", "exec", self.tg, "ethtool", "-K", "tg0", "gro", "on")
 
     def down(self):
         for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        for ns in self.created:
-            sh("ip", "netns", "del", ns, check=False)
 
     def generator(self, seconds):
         """xdplab-trafficgen in the tg namespace: flow q -> DUT queue q, as fast as it can, for ``seconds``."""
@@ -117,15 +104,14 @@ class Lab:
 
 
 @pytest.fixture
-def lab(tmp_path, build):
-    lab = Lab(tmp_path, build)
+def lab(tmp_path, build, netlab):
+    # 2 RX/TX queues, GRO on both ends; the namespaces go with the netlab fixture, always
+    net = netlab("xd-xs", queues=2, gro=["tg0", "dut0"], macs={"tg0": TG_MAC, "dut0": DUT_MAC}, no_ipv6=True)
+    lab = Lab(tmp_path, build, net)
     try:
-        lab.up()
         yield lab
     finally:
         lab.down()
-    for ns in lab.created:
-        assert ns not in sh("ip", "netns", "list").stdout
 
 
 def gen_records(proc):
@@ -285,8 +271,8 @@ def test_absent_stops_a_leftover_run(lab):
     argv[argv.index("--duration") + 1] = "0"
     env = dict(os.environ, PYTHONPATH=COLLECTIONS)
     script = (
-        "import sys; from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import ProcessRun; "
-        "r = ProcessRun(sys.argv[1], 'xsk_bench'); r.backend = 'xsk_bench'; r.spawn(sys.argv[2:], {})"
+        "import sys; from ansible_collections.xdplab.testbed.plugins.module_utils._process import Process; "
+        "Process(sys.argv[1], 'xsk_bench', kind='xsk_bench').start(sys.argv[2:], {})"
     )
     sh("ip", "netns", "exec", lab.dut, sys.executable, "-c", script, lab.run_dir, *argv, env=env)
     for _attempt in range(100):
@@ -311,4 +297,39 @@ def test_socket_options_reach_the_program(lab):
     assert options["need_wakeup"] is False and options["busy_poll"] is True
     assert options["busy_poll_budget"] == 16 and options["busy_poll_timeout_us"] == 50
     assert options["frame_size"] == 2048 and options["unaligned"] is True and options["batch"] == 32
+    assert_left_clean(lab)
+
+
+def test_a_bench_killed_mid_measurement_fails_naming_the_signal(lab):
+    """kill -9 of the bench while the module measures: the module fails naming SIGKILL and the bench's stderr,
+    returns process, and leaves nothing (no program attached, no process, no run files)."""
+    lab.generator(20)
+    path = lab.tmp / "killed.json"
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"binary": lab.bench, "run_dir": lab.run_dir, "interface": "dut0",
+                                                        "copy_mode": "copy", "warmup": 1, "samples": 10}}))  # fmt: skip
+    module = subprocess.Popen(["ip", "netns", "exec", lab.dut, sys.executable, "-m", MODULE, str(path)],
+                              env=dict(os.environ, PYTHONPATH=COLLECTIONS), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        state_path = os.path.join(lab.run_dir, "xsk_bench.state.json")
+        deadline = time.monotonic() + 30
+        while not (os.path.exists(state_path) and lab.xdp_attached()):
+            assert time.monotonic() < deadline and module.poll() is None, module.stderr.read()
+            time.sleep(0.05)
+        with open(state_path) as f:
+            pid = json.load(f)["pid"]
+        time.sleep(1.5)  # inside the window
+        os.kill(pid, signal.SIGKILL)
+        out, err = module.communicate(timeout=60)
+    finally:
+        if module.poll() is None:
+            module.kill()
+            module.wait()
+    assert out.strip(), err
+    res = json.loads(out)
+    assert res["failed"], res
+    assert res["msg"].startswith(
+        "xdplab-xsk-bench (pid %d) was killed by signal 9 (SIGKILL) during the measurement; stderr: " % pid
+    ), res["msg"]
+    assert res["process"]["pid"] == pid and res["process"]["signal_name"] == "SIGKILL", res["process"]
     assert_left_clean(lab)
