@@ -36,34 +36,21 @@ def bench_object():
     if os.geteuid() != 0:
         pytest.skip("needs root")
     if not os.path.exists(OBJECT):
-        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True)
+        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr[-2000:]
     assert os.path.exists(OBJECT)
     return OBJECT
 
 
 class Lab:
-    def __init__(self, tmp_path):
-        tag = secrets.token_hex(3)
-        self.dut_ns, self.gen_ns = f"xp-{tag}-dut", f"xp-{tag}-gen"
+    """The XDP modules' view of a lab from the netlab fixture (tests/integration/conftest.py)."""
+
+    def __init__(self, tmp_path, net):
+        self.dut_ns, self.gen_ns = net.dut, net.gen
         self.tmp = tmp_path
         self.state_dir = str(tmp_path / "state")
-        self.created = []
-
-    def up(self):
-        for ns in (self.dut_ns, self.gen_ns):
-            sh("ip", "netns", "add", ns)
-            self.created.append(ns)
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-               "net.ipv6.conf.default.disable_ipv6=1")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", self.dut_ns, "link", "add", "dut0", "numtxqueues", "2", "numrxqueues", "2", "type", "veth",
-           "peer", "name", "gen0", "netns", self.gen_ns, "numtxqueues", "2", "numrxqueues", "2")
-        sh("ip", "-n", self.dut_ns, "addr", "add", f"{DUT_IP}/24", "dev", "dut0")
-        sh("ip", "-n", self.gen_ns, "addr", "add", f"{GEN_IP}/24", "dev", "gen0")
-        sh("ip", "-n", self.dut_ns, "link", "set", "dut0", "up")
-        sh("ip", "-n", self.gen_ns, "link", "set", "gen0", "up")
-        self.dut_mac = json.loads(sh("ip", "-n", self.dut_ns, "-j", "link", "show", "dut0").stdout)[0]["address"]
+        self.created = list(net.names)
+        self.dut_mac = net.mac("dut0")
         # the DUT drops everything (ARP too): a static neighbour lets the generator send anyway
         sh("ip", "-n", self.gen_ns, "neigh", "replace", DUT_IP, "lladdr", self.dut_mac, "dev", "gen0",
            "nud", "permanent")
@@ -71,17 +58,13 @@ class Lab:
             sh("ip", "netns", "exec", self.gen_ns, "sh", "-c",
                f"echo {1 << q:x} > /sys/class/net/gen0/queues/tx-{q}/xps_cpus")
 
-    def down(self):
-        for ns in self.created:
-            sh("ip", "netns", "del", ns, check=False)
-
     def module(self, name, args, ns=None):
         """Run module ``name`` like Ansible does (own process, args from a JSON file) in the DUT namespace."""
         path = self.tmp / f"args-{secrets.token_hex(4)}.json"
         path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
         env = dict(os.environ, PYTHONPATH=COLLECTIONS)
         proc = subprocess.run(["ip", "netns", "exec", ns or self.dut_ns, sys.executable, "-m", f"{MODULES}.{name}",
-                               str(path)], capture_output=True, text=True, env=env)
+                               str(path)], capture_output=True, text=True, env=env, check=False)
         assert proc.stdout.strip(), proc.stderr
         return json.loads(proc.stdout)
 
@@ -119,15 +102,11 @@ class Lab:
 
 
 @pytest.fixture
-def lab(tmp_path, bench_object):
-    lab = Lab(tmp_path)
-    try:
-        lab.up()
-        yield lab
-    finally:
-        lab.down()
-    for ns in lab.created:
-        assert ns not in sh("ip", "netns", "list").stdout
+def lab(tmp_path, bench_object, netlab):
+    # dut0 <-> gen0 with 2 queues and addresses, no IPv6; the namespaces go with the netlab fixture, always
+    net = netlab("xp", sides=("dut", "gen"), pairs=[("dut0", "gen0")], queues=2, no_ipv6=True,
+                 addresses={"dut0": f"{DUT_IP}/24", "gen0": f"{GEN_IP}/24"})  # fmt: skip
+    return Lab(tmp_path, net)
 
 
 def attach_drop(lab, **extra):
