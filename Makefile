@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
 export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
-.PHONY: paper-drop paper-drop-cpu site test lint unit integration molecule bench testbed-down system-deps clean help
+.PHONY: paper-drop paper-drop-cpu site test lint sanity unit integration molecule bench testbed-down system-deps clean help
 
 help:
 	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
@@ -77,6 +77,14 @@ lint: $(VENV)/.test-deps
 	$(VENV)/bin/ansible-lint --offline
 	for p in paper_drop paper_drop_cpu site drift_check testbed_up testbed_down; do \
 	  for i in lab vlab; do $(ANSIBLE_PLAYBOOK) -i inventories/$$i playbooks/$$p.yml --syntax-check >/dev/null || exit 1; done; done
+
+# ansible-test sanity of the collection (as ansible-galaxy would ship it), from PyPI alone: tests/sanity/run.py says how.
+# shellcheck (Debian) is the one tool it needs besides the venv.
+sanity: $(VENV)/.run-deps
+	@command -v shellcheck >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq -o DPkg::Lock::Timeout=900 shellcheck >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq -o DPkg::Lock::Timeout=900 shellcheck >/dev/null; }; }
+	$(VENV)/bin/python tests/sanity/run.py --python 3.11
 
 unit: $(VENV)/.test-deps
 	$(VENV)/bin/pytest -q tests/unit
