@@ -38,8 +38,8 @@ import time
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CACHE = os.path.expanduser('~/.ansible/test/cache')
-MARKER = 'xdplab.testbed: pip bootstrap from PyPI'
+CACHE = os.path.expanduser("~/.ansible/test/cache")
+MARKER = "xdplab.testbed: pip bootstrap from PyPI"
 
 SHIM = '''"""{marker} (written by tests/sanity/run.py, stands in for get-pip {version}).
 
@@ -60,30 +60,31 @@ sys.exit(main(['install', '--no-index', '--find-links', {wheel_dir!r}] + ARGS))
 
 def fail(message):
     """Print the error and what to do, then exit non-zero."""
-    sys.stderr.write('tests/sanity/run.py: %s\n' % message)
+    sys.stderr.write("tests/sanity/run.py: %s\n" % message)
     sys.exit(2)
 
 
 def git_files():
     """Return the paths ansible-test's git source would see: tracked and untracked-not-ignored, minus deleted."""
-    def names(*options):
-        out = subprocess.run(['git', 'ls-files', '-z'] + list(options), cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout
-        return set(out.decode('utf-8').split('\0')) - {''}
 
-    return sorted(names('--cached', '--others', '--exclude-standard') - names('--deleted'))
+    def names(*options):
+        out = subprocess.run(["git", "ls-files", "-z"] + list(options), cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout
+        return set(out.decode("utf-8").split("\0")) - {""}
+
+    return sorted(names("--cached", "--others", "--exclude-standard") - names("--deleted"))
 
 
 def ignored(path, patterns):
     """Return True when galaxy.yml's build_ignore drops the path or one of its parent directories."""
-    parts = path.split('/')
-    prefixes = ['/'.join(parts[:i]) for i in range(1, len(parts) + 1)]
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
     return any(fnmatch.fnmatch(prefix, pattern) for prefix in prefixes for pattern in patterns)
 
 
 def stage(galaxy, staging):
     """Copy the collection's files to the staging tree; return the collection's directory in it."""
-    target = os.path.join(staging, 'ansible_collections', galaxy['namespace'], galaxy['name'])
-    patterns = galaxy.get('build_ignore') or []
+    target = os.path.join(staging, "ansible_collections", galaxy["namespace"], galaxy["name"])
+    patterns = galaxy.get("build_ignore") or []
     count = 0
     for path in git_files():
         if ignored(path, patterns):
@@ -96,8 +97,8 @@ def stage(galaxy, staging):
         else:
             shutil.copy2(source, dest)
         count += 1
-    subprocess.run(['git', 'init', '--quiet', target], check=True)
-    print('staged %d files of %s.%s in %s' % (count, galaxy['namespace'], galaxy['name'], target), flush=True)
+    subprocess.run(["git", "init", "--quiet", target], check=True)
+    print("staged %d files of %s.%s in %s" % (count, galaxy["namespace"], galaxy["name"], target), flush=True)
     return target
 
 
@@ -106,34 +107,45 @@ def pip_bootstrap():
     from ansible_test._internal.python_requirements import get_venv_packages
 
     class Python:  # get_venv_packages reads only the version
-        version = '%d.%d' % sys.version_info[:2]
+        version = "%d.%d" % sys.version_info[:2]
 
-    version = get_venv_packages(Python())['pip']
-    script = os.path.join(CACHE, 'get_pip_%s.py' % version.replace('.', '_'))
-    wheel_dir = os.path.join(CACHE, 'xdplab-pip-wheel')
-    wheel = os.path.join(wheel_dir, 'pip-%s-py3-none-any.whl' % version)
+    version = get_venv_packages(Python())["pip"]
+    script = os.path.join(CACHE, "get_pip_%s.py" % version.replace(".", "_"))
+    wheel_dir = os.path.join(CACHE, "xdplab-pip-wheel")
+    wheel = os.path.join(wheel_dir, "pip-%s-py3-none-any.whl" % version)
     if os.path.exists(script):
-        with open(script, encoding='utf-8') as handle:
+        with open(script, encoding="utf-8") as handle:
             if MARKER not in handle.read():
                 return  # ansible-test's own get-pip is already there
     if not os.path.exists(wheel):
         os.makedirs(wheel_dir, exist_ok=True)
-        cmd = [sys.executable, '-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary', ':all:',
-               '--dest', wheel_dir, 'pip==%s' % version]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--dest",
+            wheel_dir,
+            "pip==%s" % version,
+        ]
         if subprocess.run(cmd, check=False).returncode != 0 or not os.path.exists(wheel):
-            fail('could not download pip %s from PyPI (%s): check that PyPI is reachable' % (version, ' '.join(cmd)))
+            fail("could not download pip %s from PyPI (%s): check that PyPI is reachable" % (version, " ".join(cmd)))
     os.makedirs(CACHE, exist_ok=True)
     text = SHIM.format(marker=MARKER, version=version, wheel=wheel, wheel_dir=wheel_dir)
-    with open(script + '.tmp', 'w', encoding='utf-8') as handle:
+    with open(script + ".tmp", "w", encoding="utf-8") as handle:
         handle.write(text)
-    os.replace(script + '.tmp', script)
+    os.replace(script + ".tmp", script)
 
 
 def main():
     """Stage, bootstrap, run ansible-test sanity with the given options, report the time."""
-    with open(os.path.join(ROOT, 'galaxy.yml'), encoding='utf-8') as handle:
+    with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
         galaxy = yaml.safe_load(handle)
-    staging = tempfile.mkdtemp(prefix='xdplab-sanity-')
+    staging = tempfile.mkdtemp(prefix="xdplab-sanity-")
     try:
         code = run(stage(galaxy, staging))
     finally:
@@ -144,19 +156,21 @@ def main():
 def run(target):
     """Run ansible-test sanity in the staged collection; return its exit status."""
     pip_bootstrap()
-    ansible_test = os.path.join(os.path.dirname(sys.executable), 'ansible-test')
+    ansible_test = os.path.join(os.path.dirname(sys.executable), "ansible-test")
     if not os.path.exists(ansible_test):
-        fail('%s not found: install requirements.txt into the virtual environment (make %s/.run-deps)'
-             % (ansible_test, os.path.relpath(os.path.dirname(os.path.dirname(sys.executable)), ROOT)))
+        fail(
+            "%s not found: install requirements.txt into the virtual environment (make %s/.run-deps)"
+            % (ansible_test, os.path.relpath(os.path.dirname(os.path.dirname(sys.executable)), ROOT))
+        )
     env = dict(os.environ)
-    env['PATH'] = os.path.dirname(sys.executable) + os.pathsep + env.get('PATH', os.defpath)
-    cmd = [ansible_test, 'sanity', '--color', 'no'] + sys.argv[1:]
-    print('cd %s && %s' % (target, ' '.join(cmd)), flush=True)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", os.defpath)
+    cmd = [ansible_test, "sanity", "--color", "no"] + sys.argv[1:]
+    print("cd %s && %s" % (target, " ".join(cmd)), flush=True)
     started = time.monotonic()
     code = subprocess.run(cmd, cwd=target, env=env, check=False).returncode
-    print('ansible-test sanity: exit %d after %.0f s' % (code, time.monotonic() - started), flush=True)
+    print("ansible-test sanity: exit %d after %.0f s" % (code, time.monotonic() - started), flush=True)
     return code
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()
