@@ -232,3 +232,17 @@ def test_provenance_of_other_systems():
     dpdk = [line for line in lines if "DPDK rxonly (scalar RX): DPDK 22.11.11" in line]
     assert len(dpdk) == 1 and "max_simd_bitwidth 64" in dpdk[0] and "program ?" not in dpdk[0]
     assert any("Linux (raw table drop): backend nftables, mode raw" in line for line in lines)
+
+
+def test_a_real_schema_1_record_is_valid_and_read():
+    # v1_record_vlab.json: line 1 of trials.jsonl of `playbooks/paper_drop.yml -i inventories/vlab` (xdp only,
+    # 1 repetition, 2 samples) on 2026-12-01, written by trial_record (kernel_cmdline shortened); the machine was
+    # shared with other runs, hence the rate
+    with open(os.path.join(FIXTURES, "v1_record_vlab.json")) as f:
+        rec = json.load(f)
+    assert not [e.message for e in VALIDATOR.iter_errors(rec)]
+    records, warnings = report.read_records(json.dumps(rec) + "\n")
+    assert warnings == [] and records == [rec]
+    (row,) = report.aggregate(records)
+    assert row["count_mode"] == "program" and row["limit"] == rec["loss"]["limit"] == "dut"
+    assert row["mpps_mean"] == pytest.approx(rec["result"]["pps"] / 1e6, abs=0.001)
