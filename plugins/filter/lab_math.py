@@ -27,7 +27,7 @@ import math
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.module_utils import _record
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import MIN_FRAME, WIRE_OVERHEAD_BYTES  # noqa: F401
+from ansible_collections.xdplab.testbed.plugins.module_utils._record import MIN_FRAME
 
 
 def _number(filter_name, value, what="input", allow_zero=True):

@@ -19,6 +19,7 @@ import os
 import re
 import statistics
 
+from ansible_collections.xdplab.testbed.plugins.module_utils import _record
 from ansible_collections.xdplab.testbed.plugins.module_utils import _report as report
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -456,9 +457,9 @@ def series_limits(recs):
     for rec in recs:
         loss = rec.get("loss") or {}
         limit = loss.get("limit") or "?"
-        if limit == report.DUT_LIMITED and loss.get("lost_at") not in (None, "", "none"):
+        if limit == _record.DUT_LIMITED and loss.get("lost_at") not in (None, "", "none"):
             limit = "dut (lost at %s)" % loss["lost_at"]
-        elif limit == report.GENERATOR_LIMITED:
+        elif limit == _record.GENERATOR_LIMITED:
             limit = "generator (DUT kept up)"
         counts[limit] = counts.get(limit, 0) + 1
     return counts

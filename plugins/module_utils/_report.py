@@ -20,13 +20,11 @@ import math
 import statistics
 
 from ansible_collections.xdplab.testbed.plugins.module_utils import _jsonl, _record
-from ansible_collections.xdplab.testbed.plugins.module_utils._record import (  # noqa: F401 (the report's names for them)
-    DUT_LIMITED,
+from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
     GENERATOR_LIMITED,
     KEPT_UP_SHARE,
     LINE_RATE_LIMITED,
     LINE_RATE_SHARE,
-    link_speed_of,
 )
 
 POINT_KEYS = ("system", "action", "touch", "packet_len", "cores")

@@ -15,7 +15,7 @@ description:
     the schema existed), aggregates the repetitions of each matrix point (mean, stdev, ns per packet, per-queue
     spread, offered load, loss, the count mode of XDP trials) and writes C(report.csv) and C(report.md) next to
     them.
-  - The limit of each point (the generator, the DUT or the line rate) aggregates the verdicts the records carry: it
+  - The limit of each point (the generator, the DUT or the line rate) aggregates the verdicts the records carry; it
     was decided once, when the trial was recorded.
   - A line of the records file that cannot be read (not JSON, not an object, an unknown schema version) is a warning
     naming C(file:line); it is left in the file as it is.
@@ -93,7 +93,7 @@ options:
   link_speed_gbit:
     description:
       - Speed of the DUT's link in Gbit/s, for records written before the schema existed only (a record's
-        C(provenance.dut.link_speed_gbit) wins): their verdict did not know the line rate, so a trial the DUT kept up
+        C(provenance.dut.link_speed_gbit) wins); their verdict did not know the line rate, so a trial the DUT kept up
         with, offered at 95% or more of the link's line rate, is marked as limited by the line rate here (with the
         same code that decides it for new records). Records of schema 1 carry their verdict, line rate included
         (M(xdplab.testbed.trial_record)'s O(xdplab.testbed.trial_record#module:link_speed_gbit)).

@@ -153,7 +153,7 @@ RETURN = r"""
 record:
   description:
     - The trial record (docs/trial_record.schema.json) - appended, or the one already in the file when the trial was
-      recorded with the same status before (then RV(changed) is false).
+      recorded with the same status before (then C(changed) is false).
   returned: always
   type: dict
   contains:
@@ -242,7 +242,7 @@ class TrialRecorder:
         lines = 0
         try:
             with open(self.p["path"], "rb") as f:
-                lines = sum(1 for _ in f)
+                lines = sum(1 for _line in f)
         except FileNotFoundError:
             pass
         for number, old in numbered:

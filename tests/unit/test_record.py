@@ -93,6 +93,14 @@ def ok_record(**kw):
     return valid(_record.build_record(**args))
 
 
+def test_the_schema_is_a_valid_json_schema_of_this_version():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["properties"]["schema"]["const"] == _record.SCHEMA_VERSION
+    # the verdict's values are the schema's
+    assert set(SCHEMA["$defs"]["loss"]["properties"]["limit"]["enum"]) == set(_record.LIMITS)
+    assert set(SCHEMA["$defs"]["loss"]["properties"]["lost_at"]["enum"]) == set(_record.LOSS_PLACES)
+
+
 def test_an_ok_record_has_the_schema_the_measurement_the_cpu_and_the_verdict():
     rec = ok_record()
     assert rec["schema"] == _record.SCHEMA_VERSION == 1

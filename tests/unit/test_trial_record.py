@@ -63,7 +63,7 @@ def args(path, **kw):
         "measurement": measurement(),
         "cpu": CPU,
         "generator": BASE["generator"],
-        "provenance": {k: v for k, v in BASE["provenance"].items()},
+        "provenance": dict(BASE["provenance"]),
     }
     out.update(kw)
     return out
@@ -185,4 +185,3 @@ def test_bad_inputs_fail_naming_the_field(tmp_path, capsys, kw, message):
     result = run(args(path, **kw), capsys)
     assert result["failed"] is True and message in result["msg"]
     assert not path.exists()
-
