@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Command-line parsers shared by the userspace programs of bpf/ (xdplab-trafficgen,
- * xdplab-xsk-bench). The including program defines die() before including this
- * header: it prints the message with the program's name and exits non-zero.
+ * xdplab-xsk-bench). The including program includes common.h first, whose die()
+ * prints the message with the program's name and exits non-zero.
  */
 #ifndef XDPLAB_CLI_ARGS_H
 #define XDPLAB_CLI_ARGS_H

@@ -49,6 +49,9 @@
 #include "xsk_bench.h"
 #include "xsk_bench.skel.h"
 
+#define XDPLAB_PROG_NAME "xdplab-xsk-bench"
+#include "common.h"
+
 #define XSK_BENCH_VERSION "0.1.0"
 
 #ifndef SO_PREFER_BUSY_POLL
@@ -71,15 +74,9 @@
 #define MAX_BUSY_POLL_BUDGET 65535
 #define POLL_TIMEOUT_MS 100 /* --poll: wake up this often to notice a stop */
 
-#define FCS_LEN 4
-#define MIN_PKT_LEN 64   /* on the wire with FCS */
-#define MAX_PKT_LEN 1518 /* on the wire with FCS */
-#define IP_TTL_DEFAULT 64
 #define UDP_SRC_PORT 9   /* discard, as xdplab-trafficgen */
 #define DEFAULT_UDP_DST_PORT 12
-#define MAX_PORT 65535
 
-#define NSEC_PER_SEC 1000000000ULL
 
 enum bench_mode { BENCH_RXDROP, BENCH_TXPUSH, BENCH_L2FWD };
 static const char *const bench_names[] = { "rxdrop", "txpush", "l2fwd" };
@@ -166,29 +163,13 @@ static void on_signal(int sig)
 
 static void cleanup(struct bench *b, bool quiet);
 
-/* Print an error, undo everything set up so far, exit non-zero. */
-static void die(const char *fmt, ...)
+/* die() undoes everything set up so far before it exits. */
+static void cleanup_on_die(void)
 {
-	va_list ap;
-
-	fprintf(stderr, "xdplab-xsk-bench: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
 	cleanup(&bench, true);
-	exit(EXIT_FAILURE);
 }
 
 #include "cli_args.h"
-
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
-}
 
 static void usage(FILE *out)
 {
@@ -453,18 +434,6 @@ static void check_dev(struct config *cfg)
 	}
 }
 
-static __u16 ipv4_checksum(const void *hdr, unsigned int len)
-{
-	const __u16 *p = hdr;
-	__u32 sum = 0;
-
-	for (; len > 1; len -= 2)
-		sum += *p++;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return ~sum;
-}
-
 /* txpush template: Ethernet, IPv4, UDP 9 -> dst-port, zero payload. */
 static void write_template(const struct config *cfg, __u8 *frame, unsigned int len)
 {
@@ -488,13 +457,6 @@ static void write_template(const struct config *cfg, __u8 *frame, unsigned int l
 	udp->dest = htons(cfg->dst_port);
 	udp->len = htons(len - sizeof(*eth) - sizeof(*ip));
 	udp->check = 0;
-}
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, args);
 }
 
 /* UMEM frame holding `addr` (a descriptor address, with offset in unaligned mode). */
@@ -954,6 +916,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int err;
 
+	die_cleanup = cleanup_on_die;
 	/* a signal during setup must not kill us with the program attached */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -962,7 +925,7 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, cfg);
 	check_dev(cfg);
 	check_cpus(cfg);
-	libbpf_set_print(libbpf_print);
+	libbpf_logging();
 
 	bench.skel = xsk_bench__open_and_load();
 	if (!bench.skel)
