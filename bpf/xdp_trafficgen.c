@@ -45,22 +45,18 @@
 
 #include "xdp_trafficgen.h"
 
+#define XDPLAB_PROG_NAME "xdplab-trafficgen"
+#include "common.h"
+
 #define TRAFFICGEN_VERSION "0.1.0"
 #define OBJ_NAME "xdp_trafficgen.bpf.o"
 #define PROG_NAME "xdp_trafficgen"
 #define CURSOR_MAP_NAME "flow_cursors"
 #define EGRESS_VAR_NAME "egress_ifindex"
 
-#define FCS_LEN 4
-#define MIN_PKT_LEN 64   /* on the wire with FCS */
-#define MAX_PKT_LEN 1518 /* on the wire with FCS */
 #define MAX_BATCH 256    /* kernel limit for live frames (TEST_XDP_MAX_BATCH) */
 #define MAX_QUEUES 64
-#define MAX_PORT 65535
-#define IP_TTL_DEFAULT 64
 
-#define NSEC_PER_SEC 1000000000ULL
-#define NSEC_PER_MSEC 1000000ULL
 /* Each BPF_PROG_RUN call should last about this long: long enough to
  * amortise the syscall, short enough to stop promptly on a signal.
  */
@@ -116,27 +112,7 @@ static void on_signal(int sig)
 	stopping = true;
 }
 
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "xdplab-trafficgen: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_FAILURE);
-}
-
 #include "cli_args.h"
-
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
-}
 
 static void usage(FILE *out)
 {
@@ -275,18 +251,6 @@ static void check_cpus(const struct config *cfg)
 	}
 }
 
-static __u16 ipv4_checksum(const void *hdr, unsigned int len)
-{
-	const __u16 *p = hdr;
-	__u32 sum = 0;
-
-	for (; len > 1; len -= 2)
-		sum += *p++;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return ~sum;
-}
-
 /* The template frame: Ethernet, IPv4, UDP 9 -> port-base, zero payload. */
 static void *build_frame(const struct config *cfg, unsigned int *frame_len)
 {
@@ -348,13 +312,6 @@ static const char *find_obj(const struct config *cfg, char *buf, size_t size)
 		return buf;
 	die("cannot find %s in %s/ or %s/../lib/bpf/ (use --obj PATH)", OBJ_NAME, exe, exe);
 	return NULL;
-}
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, args);
 }
 
 /* Open and load the generator program with egress_ifindex set. */
@@ -600,7 +557,7 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv, &cfg);
 	check_cpus(&cfg);
-	libbpf_set_print(libbpf_print);
+	libbpf_logging();
 	frame = build_frame(&cfg, &frame_len);
 	obj = load_obj(&cfg, &prog_fd, &cursor_fd);
 
