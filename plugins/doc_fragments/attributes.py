@@ -10,7 +10,7 @@ class ModuleDocFragment:
 
     ``xdplab.testbed.attributes``: the descriptions only; the module says ``support`` (and may give its own
     ``description``, which wins over the fragment's: ansible-doc merges a module's attribute over the fragment's).
-    ``xdplab.testbed.attributes.read_only``: a module that only reads counters (check mode full, no diff).
+    ``xdplab.testbed.attributes.read_only``: a module that only reads (check mode full, no diff).
     """
 
     DOCUMENTATION = r"""
@@ -25,7 +25,7 @@ attributes:
 attributes:
   check_mode:
     support: full
-    description: The module only reads counters; it runs unchanged in check mode and never reports a change.
+    description: The module only reads; it runs unchanged in check mode and never reports a change.
   diff_mode:
     support: none
     description: Nothing changes, so there is no diff.

@@ -23,13 +23,8 @@ description:
     snapshot returns the usage between the two readings without sleeping."
   - /proc/stat is not namespaced, so the module gives the same answer inside a network namespace
     (C(ip netns exec), the C(xdplab.testbed.netns) connection).
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads counters; it runs unchanged in check mode and never reports a change.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is no diff.
+extends_documentation_fragment:
+  - xdplab.testbed.attributes.read_only
 options:
   cpus:
     description:

@@ -20,13 +20,8 @@ description:
   - For each interface in O(interfaces) also driver, driver version and firmware (C(ethtool -i)), channel
     counts (C(ethtool -l)), MTU, MAC address and the attached XDP program (id, tag, name, mode).
   - Missing tools are reported as null, not as failures. An interface that does not exist fails the task.
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs unchanged in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is no diff.
+extends_documentation_fragment:
+  - xdplab.testbed.attributes.read_only
 options:
   interfaces:
     description: Interfaces to describe, by name, in the module's network namespace.
