@@ -104,6 +104,7 @@ bench: system-deps
 	bash benchmarks/bpf_overhead.sh
 	bash benchmarks/generator_ceiling.sh
 	$(VENV)/bin/python benchmarks/stats_accuracy.py
+	$(VENV)/bin/python benchmarks/count_mode_overhead.py
 
 clean:
 	rm -rf bpf/build .pytest_cache .ruff_cache
