@@ -282,7 +282,7 @@ def main():
                         raise SystemExit(f"the generator exited ({lab.gen.returncode}) during round {rnd + 1}")
                 rounds.append(row)
                 print(f"round {rnd + 1}: " + ", ".join(f"{n} {row[n]['ns_per_packet']:.1f} ns/{row[n]['mpps']:.2f} Mpps"
-                                                        for n in names), flush=True)  # fmt: skip
+                                                       for n in names), flush=True)  # fmt: skip
             # second pass, BPF run-time statistics on: the program's own time per run, apart from the driver's.
             # The kernel's two clock reads around each run add the same to every program, so this pass is
             # kept out of the ns/packet figures above.

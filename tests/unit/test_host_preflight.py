@@ -260,7 +260,7 @@ def test_port_lists_from_the_inventory(host):
         interfaces=[{"field": "xdplab_dut_interface", "name": "ens1f0"}],
         port_lists=[
             {"field": "xdplab_dut_ports", "ports": [{"name": "ens1f0", "pci": "0000:41:00.0", "driver": "mlx5_core"},
-                                                   {"name": "ens1f1", "pci": "0000:3b:00.0", "driver": "vfio-pci"}]},
+                                                    {"name": "ens1f1", "pci": "0000:3b:00.0", "driver": "vfio-pci"}]},
             {"field": "xdplab_generator_ports", "ports": ["0000:3b:00.0", "0000:3b:00.1"]},
         ],
     )  # fmt: skip
