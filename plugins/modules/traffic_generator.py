@@ -119,7 +119,7 @@ options:
     default: 10
 notes:
   - Check mode reports whether a generator would be started or stopped and changes nothing.
-  - On veth the DUT side needs an XDP program or GRO enabled, or the frames are refused (O(egress.refused)).
+  - On veth the DUT side needs an XDP program or GRO enabled, or the frames are refused (counted in RV(summary.egress)).
 seealso:
   - module: xdplab.testbed.xdp_stats
 """

@@ -20,7 +20,7 @@ description:
   - This is the blocking, direct interface; M(xdplab.testbed.traffic_generator) with
     O(xdplab.testbed.traffic_generator#module:backend=trex) runs the same runner detached for the experiment playbooks.
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 options:
   trex_dir:
     description: T-Rex install directory (the role's C(trex_dir)).
@@ -215,11 +215,22 @@ total:
   returned: success and not check mode
   type: dict
 drops:
-  description:
-    - C(not_received) frames sent minus received (null without O(rx_ports)), C(oerrors) on the TX port,
-      C(ierrors) on the RX ports, C(queue_full) frames T-Rex itself could not queue (a generator limit).
+  description: Where frames were lost, by counter.
   returned: success and not check mode
   type: dict
+  contains:
+    not_received:
+      description: Frames sent minus frames received; null without O(rx_ports).
+      type: int
+    oerrors:
+      description: Output errors on the TX port.
+      type: int
+    ierrors:
+      description: Input errors on the RX ports.
+      type: int
+    queue_full:
+      description: Frames T-Rex itself could not queue (a generator limit).
+      type: int
 latency:
   description:
     - With O(latency=true), the latency stream's min_us, average_us, max_us, jitter_us, errors (dropped,
