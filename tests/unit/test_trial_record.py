@@ -8,13 +8,16 @@ trial's generator summary. Every record the module writes is validated against d
 import copy
 import json
 import os
+import signal
+import sys
+import time
 
 import jsonschema
 import pytest
 from ansible.module_utils import _internal
 from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import _jsonl, _measurement, _report
+from ansible_collections.xdplab.testbed.plugins.module_utils import _jsonl, _measurement, _process, _report
 from ansible_collections.xdplab.testbed.plugins.modules import trial_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -185,3 +188,22 @@ def test_bad_inputs_fail_naming_the_field(tmp_path, capsys, kw, message):
     result = run(args(path, **kw), capsys)
     assert result["failed"] is True and message in result["msg"]
     assert not path.exists()
+
+
+def test_a_process_killed_mid_trial_is_recorded_with_its_signal_and_stderr(tmp_path, capsys):
+    # a real process through the one process helper (contract 4): it writes to stderr, is killed by SIGKILL
+    proc = _process.Process(str(tmp_path / "run"), "gen", kind="generator")
+    code = "import sys, time; sys.stderr.write('sending on veth-tg0\\n'); sys.stderr.flush(); time.sleep(60)"
+    state = proc.start([sys.executable, "-c", code])
+    time.sleep(0.3)
+    assert proc.send(signal.SIGKILL, state) and proc.wait(5.0, state)
+    info = proc.exit(state, wait=5.0)
+    process = _process.process_result(info)
+    assert process["signal"] == 9 and process["signal_name"] == "SIGKILL"
+    error = _process.failure_message("the generator (pid %d)" % process["pid"], info)
+    failure = {"task": "Stop the generator and read what it sent", "error": error, "process": process}
+    path = tmp_path / "trials.jsonl"
+    rec = valid(run(args(path, status="failed", measurement=None, cpu=None, failure=failure), capsys)["record"])
+    assert rec["failure"]["process"] == process
+    assert "killed by signal 9 (SIGKILL)" in rec["failure"]["error"]
+    assert rec["failure"]["process"]["stderr_tail"] == "sending on veth-tg0"
