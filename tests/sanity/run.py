@@ -68,8 +68,14 @@ def git_files():
     """Return the paths ansible-test's git source would see: tracked and untracked-not-ignored, minus deleted."""
 
     def names(*options):
-        out = subprocess.run(["git", "ls-files", "-z"] + list(options), cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout
-        return set(out.decode("utf-8").split("\0")) - {""}
+        cmd = ["git", "ls-files", "-z", *options]
+        done = subprocess.run(cmd, cwd=ROOT, check=False, capture_output=True)
+        if done.returncode != 0:
+            fail(
+                "%s failed in %s (%s): run this from a git clone of the collection"
+                % (" ".join(cmd), ROOT, done.stderr.decode().strip())
+            )
+        return set(done.stdout.decode("utf-8").split("\0")) - {""}
 
     return sorted(names("--cached", "--others", "--exclude-standard") - names("--deleted"))
 
@@ -104,12 +110,18 @@ def stage(galaxy, staging):
 
 def pip_bootstrap():
     """Save the get-pip stand-in (and the pip wheel from PyPI) where ansible-test looks for get-pip."""
-    from ansible_test._internal.python_requirements import get_venv_packages
+    try:
+        from ansible_test._internal.python_requirements import get_venv_packages
 
-    class Python:  # get_venv_packages reads only the version
-        version = "%d.%d" % sys.version_info[:2]
+        class Python:  # get_venv_packages reads only the version
+            version = "%d.%d" % sys.version_info[:2]
 
-    version = get_venv_packages(Python())["pip"]
+        version = get_venv_packages(Python())["pip"]
+    except (ImportError, AttributeError, KeyError, TypeError) as exc:
+        fail(
+            "cannot read the pip version ansible-test bootstraps (ansible_test._internal.python_requirements: %s); "
+            "this runner follows ansible-core 2.19's ansible-test" % exc
+        )
     script = os.path.join(CACHE, "get_pip_%s.py" % version.replace(".", "_"))
     wheel_dir = os.path.join(CACHE, "xdplab-pip-wheel")
     wheel = os.path.join(wheel_dir, "pip-%s-py3-none-any.whl" % version)
