@@ -229,13 +229,17 @@ class Process:
         except FileNotFoundError:
             return ""
 
-    def json_lines(self):
-        """Every JSON object the process printed on stdout, in order; other lines are ignored."""
+    def json_lines(self, warnings=None):
+        """Every JSON object the process printed on stdout, in order; other lines are ignored.
+
+        Pass a list as ``warnings`` to get the lines that were not read (_jsonl.LineWarning naming
+        ``<name>.out:line``; a last line cut by a kill has kind ``cut``).
+        """
         if not self.out_path:
             return []
         try:
             with open(self.out_path, errors="replace") as f:
-                return json_records(f.read())
+                return json_records(f.read(), warnings, self.out_path)
         except FileNotFoundError:
             return []
 

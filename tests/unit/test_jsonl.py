@@ -115,3 +115,16 @@ def test_resume_from_a_file_with_a_corrupt_line_retries_that_trial(monkeypatch):
     pending = experiment.experiment_trials(matrix, 1, done=text, source="results/e/dut/trials.jsonl")
     assert [t["trial_id"] for t in pending] == [second["trial_id"]]
     assert len(shown) == 1 and "results/e/dut/trials.jsonl:2: not valid JSON" in shown[0]
+
+
+def test_a_process_run_hands_back_the_warnings_of_its_stdout(tmp_path):
+    proc = _process.Process(str(tmp_path), "gen", kind="generator")
+    with open(KILLED) as f:
+        text = f.read()
+    with open(proc.out_path, "w") as f:
+        f.write(text[:-25])  # killed while writing its last record
+    warnings = []
+    records = proc.json_lines(warnings)
+    assert len(records) == len(text.splitlines()) - 1
+    assert [(w.source, w.kind) for w in warnings] == [(proc.out_path, _jsonl.CUT)]
+    assert proc.json_lines() == records
