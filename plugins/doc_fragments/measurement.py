@@ -12,7 +12,8 @@ class ModuleDocFragment:
     cannot come from a fragment (ansible.utils.plugin_docs.add_fragments never touches the RETURN block). So the
     shape is documented here, as notes every measuring module gets through ``extends_documentation_fragment:
     xdplab.testbed.measurement``, and each module's RETURN has one ``measurement`` entry (type dict) that refers
-    to these notes. tests/unit/test_measurement_docs.py checks that the notes name every key of the shape.
+    to these notes. tests/unit/test_measurement.py checks that the notes name every key of the shape and that every
+    measuring module uses the fragments.
     """
 
     DOCUMENTATION = r"""

@@ -179,7 +179,7 @@ per_rxq:
   elements: dict
   sample: [{queue: 4, pps: 25583300.0, cpus: [0]}]
 rxq_cpu:
-  description: Packets per second per (RX queue, CPU) pair, non-zero pairs only.
+  description: Packets per second per (RX queue, CPU) pair, non-zero pairs only; empty with O(count=driver).
   returned: always
   type: list
   elements: dict
