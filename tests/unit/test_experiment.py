@@ -1,8 +1,10 @@
 """The experiment matrix and resume (plugins/filter/experiment.py); the loss verdict is tested in test_record.py."""
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.filter.experiment import (
     done_trial_ids,
@@ -107,3 +109,64 @@ def test_malformed_sub_matrices_are_refused(matrix):
         experiment_trials(matrix, 1)
     with pytest.raises(AnsibleFilterError):
         matrix_axis(matrix, "cores")
+
+
+# -- the role xdplab.testbed.experiment: its spec, its defaults and its systems agree --------------------------
+
+ROLE = Path(__file__).resolve().parents[2] / "roles" / "experiment"
+PLAYBOOKS = ROLE.parents[1] / "playbooks"
+
+
+def _yaml(path):
+    return yaml.safe_load(path.read_text())
+
+
+def test_every_default_is_in_the_argument_spec_with_the_same_default():
+    defaults = _yaml(ROLE / "defaults" / "main.yml")
+    specs = _yaml(ROLE / "meta" / "argument_specs.yml")["argument_specs"]
+    options = specs["main"]["options"]
+    for name, value in defaults.items():
+        assert name.startswith("experiment_"), name
+        assert name in options, "%s is a default but not documented in meta/argument_specs.yml" % name
+        if "default" in options[name] and not (isinstance(value, str) and "{{" in value):
+            assert options[name]["default"] == value, name
+    # the three entry points take the same options (validate and preflight run before the runner)
+    assert specs["validate"]["options"] == options == specs["preflight"]["options"]
+    # what has no default must be given by the experiment or the inventory
+    required = {n for n, o in options.items() if o.get("required")}
+    assert required == {"experiment_name", "experiment_title", "experiment_matrix", "xdplab_dut_interface",
+                        "xdplab_dut_cpus", "xdplab_dut_mac", "xdplab_dut_ip", "xdplab_generator_host"}  # fmt: skip
+
+
+def test_every_system_has_an_implementation_with_setup_measure_teardown():
+    defaults = _yaml(ROLE / "defaults" / "main.yml")
+    impls = _yaml(ROLE / "vars" / "main.yml")["__experiment_impls"]
+    assert {s["impl"] for s in defaults["experiment_systems"].values()} == set(impls)
+    for impl in impls:
+        for step in ("setup", "measure", "teardown"):
+            assert (ROLE / "tasks" / "systems" / impl / ("%s.yml" % step)).is_file(), (impl, step)
+        # a system's measure is one task, registered as the trial reads it
+        measure = _yaml(ROLE / "tasks" / "systems" / impl / "measure.yml")
+        assert len(measure) == 1 and measure[0]["register"] == "__experiment_measured", impl
+
+
+def test_experiment_vars_files_name_the_role_options():
+    options = _yaml(ROLE / "meta" / "argument_specs.yml")["argument_specs"]["main"]["options"]
+    for path in sorted((PLAYBOOKS / "vars").glob("*.yml")):
+        data = _yaml(path)
+        for required in ("experiment_name", "experiment_title", "experiment_matrix"):
+            assert required in data, (path.name, required)
+        # every experiment_* name a vars file sets is an option of the role (no typo goes unnoticed)
+        unknown = sorted(k for k in data if k.startswith("experiment_") and k not in options)
+        assert unknown == [], (path.name, unknown)
+        assert data["experiment_name"] == path.stem
+        # the playbook of the same name runs this file through experiment.yml
+        play = _yaml(PLAYBOOKS / path.name)
+        assert play[0]["ansible.builtin.import_playbook"] == "experiment.yml"
+        assert play[0]["vars"]["experiment_vars_file"] == "vars/%s" % path.name
+
+
+def test_no_lazy_per_trial_values_left_in_group_vars():
+    text = (PLAYBOOKS / "group_vars" / "all" / "xdplab_experiment.yml").read_text()
+    assert "trial." not in text and "__xdplab_" not in text
+    assert not (PLAYBOOKS / "experiment").exists()
