@@ -31,8 +31,8 @@ def run_experiment(results_dir, repetitions, samples):
         "paper_drop_cores": [1],
         "paper_drop_touch": ["no_touch"],
         "paper_drop_repetitions": repetitions,
-        "xdplab_trial_samples": samples,
-        "xdplab_results_dir": results_dir,
+        "experiment_samples": samples,
+        "experiment_results_dir": results_dir,
     }
     cmd = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", "inventories/vlab", "playbooks/paper_drop.yml",
            "-e", json.dumps(extra)]  # fmt: skip

@@ -22,7 +22,7 @@ def run_paper_drop(extra, tmp_path):
     before = namespaces()
     res = subprocess.run(
         [PLAYBOOK, "-i", "inventories/vlab", "playbooks/paper_drop.yml", "-e", json.dumps(extra),
-         "-e", "xdplab_results_dir=%s" % tmp_path],
+         "-e", "experiment_results_dir=%s" % tmp_path],
         cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     out = " ".join((res.stdout + res.stderr).split())
@@ -43,7 +43,7 @@ def run_paper_drop(extra, tmp_path):
         ({"paper_drop_repetitions": 0}, "repetitions must be a whole number >= 1"),
         ({"paper_drop_packet_len": [32]}, "packet_len must be whole numbers from 64 to 1518"),
         ({"paper_drop_touch": ["lick"]}, "unknown touch mode(s) ['lick']"),
-        ({"paper_drop_systems": ["vpp"]}, "unknown system 'vpp': the matrix's systems must be names of xdplab_systems"),
+        ({"paper_drop_systems": ["vpp"]}, "unknown system 'vpp': the matrix's systems must be names of experiment_systems"),
         ({"paper_drop_systems": ["af_xdp_zerocopy"]}, "veth (the virtual lab's DUT port) has no AF_XDP zero-copy"),
         ({"xdplab_dut_cpus": []}, "dut: xdplab_dut_cpus must list the CPU numbers that receive traffic"),
         ({"xdplab_dut_cpus": ["one"]}, "dut: xdplab_dut_cpus must list the CPU numbers that receive traffic"),

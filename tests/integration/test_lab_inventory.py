@@ -33,12 +33,12 @@ def test_syntax_check():
 def test_check_mode_plans_the_paper_matrix(tmp_path):
     # no mlx5p1 and 2 CPUs instead of 6 here: the tuning and its drift check are the lab's own
     res = playbook("--check", "-e", "ansible_connection=local", "-e", "ansible_python_interpreter=" + sys.executable,
-                   "-e", "xdplab_results_dir=%s" % tmp_path, "-e", "xdplab_testbed_tuning=false",
-                   "-e", "xdplab_drift_check=false", "-e", "trex_check_pci=false", "-e", "trex_service=false")  # fmt: skip
+                   "-e", "experiment_results_dir=%s" % tmp_path, "-e", "xdplab_testbed_tuning=false",
+                   "-e", "experiment_drift_check=false", "-e", "trex_check_pci=false", "-e", "trex_service=false")  # fmt: skip
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
     # planned and not run: xdp 6 cores x 2 touch modes, dpdk 2 variants x 5 cores, 4 other systems x 6 cores
-    # (paper_drop_vars.yml), x 3 repetitions
+    # (vars/paper_drop.yml), x 3 repetitions
     assert "138 trial(s) to run" in out
     assert "Record the trial" not in out
     # the generator backend trex is registered: no warning that a real run would stop at it
@@ -49,7 +49,7 @@ def test_check_mode_plans_the_paper_matrix(tmp_path):
 def test_a_real_run_refuses_an_unknown_backend_before_changing_anything(tmp_path):
     # the lab's own backend (trex) is known, so name one that is not (extra vars win over host_vars)
     res = playbook("-e", "ansible_connection=local", "-e", "ansible_python_interpreter=" + sys.executable,
-                   "-e", "xdplab_results_dir=%s" % tmp_path, "-e", "xdplab_generator_backend=pktgen")  # fmt: skip
+                   "-e", "experiment_results_dir=%s" % tmp_path, "-e", "xdplab_generator_backend=pktgen")  # fmt: skip
     out = " ".join((res.stdout + res.stderr).split())
     assert res.returncode != 0
     assert re.search(r"xdplab_generator_backend '+pktgen'+ is not a backend of xdplab.testbed.traffic_generator", out)
