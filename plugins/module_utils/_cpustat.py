@@ -14,8 +14,13 @@ are reported without the guest part and the total leaves guest out.
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import subprocess
 import time
+
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpus
 
 FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
 REPORTED = ("busy", "idle", "user", "nice", "system", "irq", "softirq", "iowait", "steal", "guest", "guest_nice")
@@ -183,3 +188,222 @@ def take(path="/proc/stat"):
     text = read_text(path)
     mono = time.monotonic()
     return parse_proc_stat(text), mono
+
+
+# ---- precise sources: thread run time (schedstat), foreign threads, BPF run time --------------------------------
+#
+# /proc/stat is tick-sampled: a CPU is charged a whole tick (USER_HZ) for whatever runs when the tick fires, so
+# work that comes in short bursts between ticks (a paced NAPI thread) is under-reported, up to 5x on this VM.
+# /proc/<pid>/task/<tid>/schedstat (CONFIG_SCHED_INFO) carries each thread's run time in nanoseconds, exact.
+# A thread's run time is not split by CPU in procfs: a thread is attributed to a CPU exactly when its affinity
+# allows that CPU only (the DUT's NAPI kthreads, testpmd lcores, pinned bench threads), otherwise by the CPU it
+# last ran on (field 39 of its stat) -- an estimate, labelled as such.
+
+PF_KTHREAD = 0x00200000
+THREADS_VERSION = 1
+ATTRIBUTION_AFFINITY = "affinity"  # the thread may run on this CPU only: exact
+ATTRIBUTION_LAST_CPU = "last_cpu"  # the CPU the thread last ran on: an estimate
+SOURCE_PROC_STAT = "proc_stat"
+SOURCE_SCHEDSTAT = "schedstat"
+SOURCE_BPF_STATS = "bpf_stats"
+BPF_STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
+
+
+def parse_task_stat(text):
+    """/proc/<pid>/task/<tid>/stat -> {comm, state, ppid, flags, starttime, cpu, kthread}.
+
+    comm sits in parentheses and may hold spaces or parentheses itself, so the fields are counted from the last ')'.
+    """
+    lpar, rpar = text.index("("), text.rindex(")")
+    rest = text[rpar + 2 :].split()
+    # rest[0] is field 3 (state): field n is rest[n - 3]
+    flags = int(rest[6])
+    return {
+        "comm": text[lpar + 1 : rpar],
+        "state": rest[0],
+        "ppid": int(rest[1]),
+        "flags": flags,
+        "starttime": int(rest[19]),
+        "cpu": int(rest[36]),
+        "kthread": bool(flags & PF_KTHREAD),
+    }
+
+
+def parse_schedstat(text):
+    """/proc/<pid>/schedstat: 'run_ns wait_ns timeslices' -> run time in ns."""
+    return int(text.split()[0])
+
+
+def allowed_cpus(status_text):
+    """Cpus_allowed_list of /proc/<pid>/task/<tid>/status -> list of CPUs (None if absent)."""
+    for line in status_text.splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return _cpus.parse_cpu_list(line.split(":", 1)[1])
+    return None
+
+
+def read_threads(cpus, proc="/proc"):
+    """Every thread that may run on one of `cpus`: {tid: {pid, tid, comm, cpu, runtime_ns, kthread, allowed}}.
+
+    Threads that end while they are read are skipped.
+    """
+    wanted = set(cpus)
+    out = {}
+    for pid in os.listdir(proc):
+        if not pid.isdigit():
+            continue
+        try:
+            tids = os.listdir(f"{proc}/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            base = f"{proc}/{pid}/task/{tid}"
+            try:
+                allowed = allowed_cpus(read_text(f"{base}/status"))
+                if allowed is not None and not wanted.intersection(allowed):
+                    continue
+                stat = parse_task_stat(read_text(f"{base}/stat"))
+                runtime = parse_schedstat(read_text(f"{base}/schedstat"))
+            except (OSError, ValueError, IndexError):
+                continue
+            out[int(tid)] = {"pid": int(pid), "tid": int(tid), "comm": stat["comm"], "cpu": stat["cpu"],
+                             "runtime_ns": runtime, "kthread": stat["kthread"], "allowed": allowed}
+    return out
+
+
+def threads_snapshot(threads):
+    """Compact, JSON-safe form of read_threads() for a snapshot: {tid: [pid, runtime_ns, cpu, kthread, comm, allowed]}."""
+    return {str(t["tid"]): [t["pid"], t["runtime_ns"], t["cpu"], int(t["kthread"]), t["comm"],
+                            _cpus.format_cpu_list(t["allowed"]) if t["allowed"] is not None else None]
+            for t in threads.values()}
+
+
+def threads_from_snapshot(snap):
+    """Inverse of threads_snapshot (raises CpuStatError on malformed input)."""
+    try:
+        return {int(tid): {"pid": int(v[0]), "tid": int(tid), "runtime_ns": int(v[1]), "cpu": int(v[2]),
+                           "kthread": bool(v[3]), "comm": str(v[4]),
+                           "allowed": _cpus.parse_cpu_list(v[5]) if v[5] is not None else None}
+                for tid, v in snap.items()}
+    except (TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise CpuStatError(f"since holds malformed thread counters: {exc}") from exc
+
+
+class WorkMatcher:
+    """Which threads do the DUT's work: NAPI kthreads of interfaces, every thread of some processes, comm patterns."""
+
+    def __init__(self, interfaces=(), pids=(), comms=()):
+        self.interfaces = list(interfaces or ())
+        self.pids = {int(p) for p in pids or ()}
+        self.comms = [re.compile(c) for c in comms or ()]
+        # NAPI kthreads are named napi/<dev>-<napi id>; older kernels cut comm at 15 characters
+        self.napi_prefixes = [f"napi/{dev}-" for dev in self.interfaces]
+
+    def role(self, thread):
+        """'napi', 'process' or 'comm' when the thread is the DUT's work, else None."""
+        comm = thread["comm"]
+        if thread["kthread"]:
+            for prefix in self.napi_prefixes:
+                if comm.startswith(prefix) or (len(comm) == 15 and prefix.startswith(comm)):
+                    return "napi"
+        if thread["pid"] in self.pids:
+            return "process"
+        if any(c.search(comm) for c in self.comms):
+            return "comm"
+        return None
+
+
+def attribute_cpu(thread, before, cpus):
+    """(cpu, attribution) a thread's run time in the window is charged to, or (None, None) when not one of `cpus`."""
+    allowed = thread.get("allowed")
+    if allowed is not None:
+        on = [c for c in allowed if c in cpus]
+        if len(allowed) == 1 and on:
+            return on[0], ATTRIBUTION_AFFINITY
+        if not on:
+            return None, None
+    for cpu in (thread["cpu"], before["cpu"] if before else None):
+        if cpu is not None and cpu in cpus:
+            return cpu, ATTRIBUTION_LAST_CPU
+    return None, None
+
+
+def thread_usage(before, after, cpus, seconds, matcher):
+    """Run time of the threads on `cpus` between two read_threads() results.
+
+    Returns (work, foreign): lists of {pid, tid, comm, cpu, runtime_ns, busy, attribution, kernel[, role]}, busy in
+    % of one CPU over `seconds`, biggest first. A thread born in the window counts from 0.
+    """
+    cpus = set(cpus)
+    work, foreign = [], []
+    for tid, now in after.items():
+        then = before.get(tid)
+        if then is not None and then["pid"] != now["pid"]:
+            then = None  # tid reused by another process
+        delta = now["runtime_ns"] - (then["runtime_ns"] if then else 0)
+        if delta <= 0:
+            continue
+        cpu, how = attribute_cpu(now, then, cpus)
+        if cpu is None:
+            continue
+        entry = {"pid": now["pid"], "tid": tid, "comm": now["comm"], "cpu": cpu, "runtime_ns": delta,
+                 "busy": round(100.0 * delta / (seconds * 1e9), 3) if seconds > 0 else 0.0,
+                 "attribution": how, "kernel": now["kthread"]}
+        role = matcher.role(now)
+        if role:
+            work.append(entry | {"role": role})
+        else:
+            foreign.append(entry)
+    work.sort(key=lambda e: -e["runtime_ns"])
+    foreign.sort(key=lambda e: -e["runtime_ns"])
+    return work, foreign
+
+
+def per_cpu_runtime(entries, cpus, seconds):
+    """{cpu: (runtime_ns, busy %)} summed over thread entries."""
+    out = {}
+    for cpu in cpus:
+        ns = sum(e["runtime_ns"] for e in entries if e["cpu"] == cpu)
+        out[cpu] = (ns, round(100.0 * ns / (seconds * 1e9), 3) if seconds > 0 else 0.0)
+    return out
+
+
+# -- BPF run-time statistics (kernel.bpf_stats_enabled) --
+
+def read_bpf_stats_enabled(path=BPF_STATS_SYSCTL):
+    try:
+        return int(read_text(path).strip())
+    except (OSError, ValueError):
+        return None
+
+
+def write_bpf_stats_enabled(value, path=BPF_STATS_SYSCTL):
+    with open(path, "w", encoding="ascii") as f:
+        f.write(f"{int(value)}\n")
+
+
+def bpf_run_stats(prog_ids, runner=None):
+    """{prog_id: {id, name, run_time_ns, run_cnt}} from ``bpftool -j prog show id N`` (0 when stats were off)."""
+    run = runner or (lambda argv: subprocess.run(argv, capture_output=True, text=True, check=False))
+    out = {}
+    for pid in prog_ids:
+        proc = run(["bpftool", "-j", "prog", "show", "id", str(pid)])
+        if proc.returncode != 0:
+            raise CpuStatError(f"bpftool prog show id {pid} failed: {(proc.stderr or proc.stdout).strip()[:300]}")
+        info = json.loads(proc.stdout)
+        out[int(pid)] = {"id": int(pid), "name": info.get("name", ""), "run_time_ns": int(info.get("run_time_ns", 0)),
+                         "run_cnt": int(info.get("run_cnt", 0))}
+    return out
+
+
+def bpf_usage(before, after, seconds):
+    """Per program between two bpf_run_stats(): run time, runs, ns per run, busy % of one CPU."""
+    out = []
+    for pid, now in sorted(after.items()):
+        then = before.get(pid, {"run_time_ns": 0, "run_cnt": 0})
+        ns, cnt = now["run_time_ns"] - then["run_time_ns"], now["run_cnt"] - then["run_cnt"]
+        out.append({"id": pid, "name": now["name"], "run_time_ns": ns, "run_cnt": cnt,
+                    "ns_per_run": round(ns / cnt, 2) if cnt > 0 else None,
+                    "busy": round(100.0 * ns / (seconds * 1e9), 3) if seconds > 0 else 0.0,
+                    "source": SOURCE_BPF_STATS})
+    return out
