@@ -153,7 +153,7 @@ def field_errors(checks, host=None):
             if isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple)):
                 problems.append("must be a list, got %r" % (value,))
             elif not value and check.get("non_empty", True):
-                problems.append("is empty; list at least one value")
+                problems.append("is empty" if check.get("hint") else "is empty; list at least one value")
             else:
                 seen = set()
                 for item in value:

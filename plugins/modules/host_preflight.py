@@ -79,9 +79,10 @@ options:
         description: Inventory variable that names O(interfaces[].pci); default O(interfaces[].field).
         type: str
       xdp_mode:
-        description: XDP attach mode the experiment uses on it; its driver must support it.
+        description:
+          - XDP attach mode the experiment uses on it (V(native), V(skb) or V(hw)); its driver must support it.
+          - Empty or null - no XDP on it.
         type: str
-        choices: [native, skb, hw]
       xdp_mode_field:
         description: Inventory variable that names O(interfaces[].xdp_mode).
         type: str
@@ -90,8 +91,8 @@ options:
         description:
           - The testbed creates this interface (V(veth) - an end of the virtual lab's veth pair, built by role
             xdplab.testbed.vlab after this check), so it need not exist yet; its driver is then veth.
+          - Empty or null - it must exist.
         type: str
-        choices: [veth]
   cpus:
     description: CPU lists of the host that must be online.
     type: list
@@ -476,7 +477,7 @@ def matrix_systems(matrix):
         for system in sub.get("system") or []:
             if cores:
                 key = (str(system), str(impls.get(system, "")))
-                largest[key] = max(largest.get(key, 0), max(cores))
+                largest[key] = max(largest.get(key, 0), *cores)
     return [{"system": s, "impl": i, "cores": c} for (s, i), c in largest.items()]
 
 
@@ -623,6 +624,14 @@ class HostPreflight:
 
     def check_interface(self, entry):
         field, value = entry["field"], entry["name"]
+        entry = dict(entry, planned=entry.get("planned") or None, xdp_mode=entry.get("xdp_mode") or None)
+        if entry["planned"] not in (None, "veth"):
+            self.problem(field, value, f"planned must be veth or empty, got {entry['planned']!r}")
+            entry["planned"] = None
+        if entry["xdp_mode"] not in (None, "native", "skb", "hw"):
+            mode_field = entry.get("xdp_mode_field") or "xdplab_xdp_mode"
+            self.problem(mode_field, entry["xdp_mode"], f"{entry['xdp_mode']!r} is not an XDP mode (native, skb or hw)")
+            entry["xdp_mode"] = None
         pci = pci_address(value)
         if pci:
             return self.check_pci_port(entry, pci)
@@ -880,9 +889,9 @@ def main():
                     "driver_field": {"type": "str"},
                     "pci": {"type": "str"},
                     "pci_field": {"type": "str"},
-                    "xdp_mode": {"type": "str", "choices": ["native", "skb", "hw"]},
+                    "xdp_mode": {"type": "str"},
                     "xdp_mode_field": {"type": "str", "default": "xdplab_xdp_mode"},
-                    "planned": {"type": "str", "choices": ["veth"]},
+                    "planned": {"type": "str"},
                 },
             },
             "cpus": {
