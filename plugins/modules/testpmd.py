@@ -326,6 +326,29 @@ failed_reason:
   description: On failure, what the session saw (the module's message says what to do).
   returned: on failure
   type: str
+process:
+  description:
+    - How testpmd ended when it died during the session (killed, or exited by itself), recorded by the supervisor
+      that started it; the module then fails naming the signal or status and the last lines testpmd printed.
+  returned: on failure, when testpmd ended before the module quit it
+  type: dict
+  contains:
+    pid:
+      description: Process id of testpmd.
+      type: int
+    exit_status:
+      description: Its exit status; null if a signal ended it.
+      type: int
+    signal:
+      description: Number of the signal that ended it; null if it exited.
+      type: int
+    signal_name:
+      description: Name of that signal.
+      type: str
+      sample: SIGKILL
+    stderr_tail:
+      description: The last lines of its output (stdout and stderr share its terminal).
+      type: str
 stopped:
   description: For state=absent, the pid of the leftover run that was (or in check mode would be) stopped.
   returned: state=absent
