@@ -8,13 +8,18 @@ With ``count_mode=COUNT_DRIVER`` (bpf/xdp_bench.bpf.c) the XDP program counts no
 its map access; the packets are counted by the driver, which keeps per-RX-queue XDP counters anyway:
 
 - veth: ``rx_queue_N_xdp_drops``, ``rx_queue_N_xdp_tx``, ``rx_queue_N_xdp_redirect`` and ``rx_queue_N_xdp_packets``
-  (every frame the queue's NAPI poll handed to XDP). veth has no XDP_PASS counter: passed frames are the handled
-  ones less those dropped, sent back, redirected or lost (``rx_queue_N_drops``: a failed XDP_TX, redirect or
-  skb build). Real output: tests/unit/fixtures/ethtool/veth_S_*.txt.
+  (every frame the queue's NAPI poll handed to XDP). An XDP_TX the peer could not take (no XDP there, ring full)
+  is not in ``xdp_tx`` but in ``rx_queue_N_xdp_tx_errors`` (real output: all of a tx run's frames moved
+  ``xdp_tx_errors`` and none ``xdp_tx``). veth has no XDP_PASS counter: passed frames are the handled ones less
+  those dropped, sent back, failed to send back, redirected or lost (``rx_queue_N_drops``). Real output:
+  tests/unit/fixtures/ethtool/veth_S_*.txt.
 - mlx5 (driver ``mlx5_core``): ``rxN_xdp_drop``, ``rxN_xdp_tx_xmit``, ``rxN_xdp_redirect`` per channel, and the
   totals ``rx_xdp_drop``, ``rx_xdp_tx_xmit``, ``rx_xdp_redirect``. With an XDP program attached ``rxN_packets``
   counts only what XDP passed to the stack (in the XDP paper's XDP_DROP notes ``rx0_xdp_drop`` moves and
   ``rx_packets`` does not). Real output: the seed notes in tests/unit/fixtures/ethtool/seed000_mlx5_*.txt.
+
+The counts are outcomes, as the drivers count them: ``tx`` is what was sent back, ``drop`` what was dropped
+(XDP_ABORTED included; on mlx5 also an XDP_TX its send queue refused).
 
 Drivers not listed here have no per-queue XDP counters we know of from real output: xdp_counter_names() returns
 None for them and the caller counts with the program (``count: program``).
@@ -34,6 +39,7 @@ _VETH_HANDLED = "rx_queue_{queue}_xdp_packets"
 _VETH_DROP = "rx_queue_{queue}_xdp_drops"
 _VETH_TX = "rx_queue_{queue}_xdp_tx"
 _VETH_REDIRECT = "rx_queue_{queue}_xdp_redirect"
+_VETH_TX_FAILED = "rx_queue_{queue}_xdp_tx_errors"
 _VETH_LOST = "rx_queue_{queue}_drops"
 
 _COUNTERS = {
@@ -41,7 +47,10 @@ _COUNTERS = {
         "drop": (((1, _VETH_DROP),), None),
         "tx": (((1, _VETH_TX),), None),
         "redirect": (((1, _VETH_REDIRECT),), None),
-        "pass": (((1, _VETH_HANDLED), (-1, _VETH_DROP), (-1, _VETH_TX), (-1, _VETH_REDIRECT), (-1, _VETH_LOST)), None),
+        "pass": (
+            ((1, _VETH_HANDLED), (-1, _VETH_DROP), (-1, _VETH_TX), (-1, _VETH_TX_FAILED), (-1, _VETH_REDIRECT), (-1, _VETH_LOST)),
+            None,
+        ),
     },
     "mlx5_core": {
         "drop": (((1, "rx{queue}_xdp_drop"),), "rx_xdp_drop"),
