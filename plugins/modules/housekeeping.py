@@ -11,7 +11,7 @@ module: housekeeping
 short_description: Keep the tool's own processes (controller, forks, module processes) on housekeeping CPUs
 version_added: 0.3.0
 author:
-  - xdplab.testbed developers
+  - xdplab.testbed developers (!UNKNOWN)
 description:
   - Moves the process tree this module was started from onto O(cpus), so that nothing the run starts afterwards
     competes with the system under test on the DUT's CPUs or is counted as its load.
