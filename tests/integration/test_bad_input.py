@@ -37,17 +37,39 @@ def run_paper_drop(extra, tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"paper_drop_cores": [1, 3]}, "the matrix asks for 3 cores but dut receives on 1 CPU(s)"),
-        ({"paper_drop_cores": [0]}, "cores (= stream_count, one flow per DUT core) must be whole numbers >= 1"),
-        ({"paper_drop_cores": ["two"]}, "cores (= stream_count, one flow per DUT core) must be whole numbers >= 1"),
-        ({"paper_drop_repetitions": 0}, "repetitions must be a whole number >= 1"),
-        ({"paper_drop_packet_len": [32]}, "packet_len must be whole numbers from 64 to 1518"),
-        ({"paper_drop_touch": ["lick"]}, "unknown touch mode(s) ['lick']"),
-        ({"paper_drop_systems": ["vpp"]}, "unknown system 'vpp': the matrix's systems must be names of experiment_systems"),
-        ({"paper_drop_systems": ["af_xdp_zerocopy"]}, "veth (the virtual lab's DUT port) has no AF_XDP zero-copy"),
-        ({"xdplab_dut_cpus": []}, "dut: xdplab_dut_cpus must list the CPU numbers that receive traffic"),
-        ({"xdplab_dut_cpus": ["one"]}, "dut: xdplab_dut_cpus must list the CPU numbers that receive traffic"),
+        ({"paper_drop_cores": [1, 3]}, "dut: cores: the matrix runs up to 3 cores, but xdplab_dut_cpus lists 1 CPU(s) ([1])"),
+        ({"paper_drop_cores": [0]}, "cores: 0 is below 1; cores = stream_count of a trial, one flow per DUT core"),
+        ({"paper_drop_cores": ["two"]}, "cores: 'two' is not a whole number; cores = stream_count of a trial"),
+        ({"paper_drop_repetitions": 0}, "experiment_repetitions: 0 is below 1"),
+        ({"paper_drop_packet_len": [32]}, "packet_len: 32 is below 64; Ethernet frame sizes, 64 to 1518"),
+        ({"paper_drop_touch": ["lick"]}, "touch: 'lick' is not one of no_touch, read, swapmac"),
+        ({"paper_drop_systems": ["vpp"]}, "system: 'vpp' is not one of xdp, dpdk_vector, dpdk_scalar"),
+        (
+            {"paper_drop_systems": ["af_xdp_zerocopy"]},
+            "dut: system: af_xdp_zerocopy: veth (the virtual lab's DUT port) has no AF_XDP zero-copy",
+        ),
+        ({"xdplab_dut_cpus": []}, "dut: xdplab_dut_cpus: is empty; list the CPUs that receive traffic"),
+        # the type comes from the role's argument spec (entry point validate), which names the option
+        ({"xdplab_dut_cpus": ["one"]}, "option 'xdplab_dut_cpus'"),
+        ({"xdplab_dut_cpus": [1, 1]}, "dut: xdplab_dut_cpus: CPU 1 is listed twice"),
+        ({"xdplab_dut_mac": "02:58:44:50:00"}, "dut: xdplab_dut_mac: '02:58:44:50:00' is not a MAC address (six hex octets"),
+        ({"xdplab_dut_mac": "03:58:44:50:00:02"}, "dut: xdplab_dut_mac: 03:58:44:50:00:02 is a multicast MAC address"),
+        ({"xdplab_dut_ip": "198.18.0.256"}, "dut: xdplab_dut_ip: '198.18.0.256' is not an IPv4 address"),
+        ({"xdplab_generator_ip": "198.18.0.1/30"}, "tg: xdplab_generator_ip: '198.18.0.1/30' is not an IPv4 address"),
+        ({"xdplab_generator_cpus": ["x"]}, "tg: xdplab_generator_cpus: 'x' is not a CPU number"),
+        (
+            {"xdplab_generator_host": "tgx"},
+            'dut: xdplab_generator_host: "tgx" is not a host of the group generators (generators: tg)',
+        ),
     ],
 )
 def test_bad_matrix_is_refused_before_the_lab_is_built(extra, message, tmp_path):
     assert message in run_paper_drop(extra, tmp_path)
+
+
+def test_every_wrong_field_at_once(tmp_path):
+    extra = {"xdplab_dut_mac": "zz", "xdplab_dut_ip": "1.2.3", "paper_drop_touch": ["lick"], "paper_drop_repetitions": 0}
+    out = run_paper_drop(extra, tmp_path)
+    assert "4 input error(s), nothing was changed" in out
+    for field in ("dut: xdplab_dut_mac: 'zz'", "dut: xdplab_dut_ip: '1.2.3'", "touch: 'lick'", "experiment_repetitions: 0"):
+        assert field in out
