@@ -134,7 +134,8 @@ def test_filters():
     assert not netaddr_checks.valid_ipv4_interface("198.18.0.1")
     assert not netaddr_checks.valid_ipv4_interface("198.18.0.1/40")
     assert netaddr_checks.cpu_list("0-2,4\n") == [0, 1, 2, 4]
-    assert set(netaddr_checks.FilterModule().filters()) == {"cpu_list", "field_errors", "valid_mac", "valid_ipv4", "valid_ipv4_interface"}
+    names = {"cpu_list", "field_errors", "valid_mac", "valid_ipv4", "valid_ipv4_interface"}
+    assert set(netaddr_checks.FilterModule().filters()) == names
 
 
 def test_the_module_uses_the_split_spec_and_netlink_code():
