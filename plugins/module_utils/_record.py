@@ -234,7 +234,10 @@ def _cpu_parts(cpu):
     flag = cpu.get("foreign_flag", cpu.get("flagged"))
     if flag is None and foreign is not None:
         flag = bool(foreign)
-    return _mean_busy(per_cpu), per_cpu, detail, (bool(flag) if flag is not None else None)
+    # cpu_usage's `busy` comes from its most precise source (busy_source: schedstat or proc_stat)
+    busy = cpu.get("busy")
+    busy = float(busy) if isinstance(busy, (int, float)) and not isinstance(busy, bool) else _mean_busy(per_cpu)
+    return busy, per_cpu, detail, (bool(flag) if flag is not None else None)
 
 
 def _measurement(measurement, required):
