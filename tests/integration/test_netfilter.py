@@ -134,6 +134,12 @@ def test_drop_count_idempotence_and_removal(lab, backend, binary, mode):
     assert sum(c["pps"] for c in stats["per_cpu"]) >= 0.5 * stats["pps"]  # softnet: all protocols, whole machine
     assert stats["per_rxq"][0]["counter"] == "rx_queue_0_xdp_packets"
     assert stats["per_rxq"][0]["pps"] == pytest.approx(3000, rel=0.35)
+    m = stats["measurement"]  # the one shape: the same numbers, the source says what counted
+    assert m["source"] == {"kind": "netfilter_rule", "at": "dut", "backend": backend, "mode": mode,
+                           "table": "xdplab", "interface": "dut0"}
+    assert m["packets"] == stats["packets"] and m["pps"] == pytest.approx(stats["pps"], rel=1e-3)
+    assert len(m["samples"]) == 5 and m["window"]["clock"] == "CLOCK_MONOTONIC"
+    assert m["window"]["start"] == stats["window"]["start"] and m["per_rxq"] == stats["per_rxq"]
     if mode == "conntrack":
         # every packet went through conntrack (the rule only matches packets conntrack classified) but the
         # drop comes before the entry is confirmed, so none stays
