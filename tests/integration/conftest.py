@@ -89,20 +89,22 @@ class NetLab:
         for a, b in self.pairs:
             peer_ns = [] if self.single else ["netns", self.names[-1]]
             sh("ip", "-n", self.names[0], "link", "add", a, *q, "type", "veth", "peer", "name", b, *peer_ns, *q)
-        for a, b in self.pairs:
-            for dev in (a, b):
-                ns = self.where(dev)
-                if dev in self.macs:
-                    sh("ip", "-n", ns, "link", "set", dev, "address", self.macs[dev])
-                if dev in self.addresses:
-                    sh("ip", "-n", ns, "addr", "add", self.addresses[dev], "dev", dev)
-                features = dict(self.features.get(dev, {}))
-                if dev in self.gro:
-                    features["gro"] = "on"
-                for key, value in features.items():
-                    self.exec(ns, "ethtool", "-K", dev, key, value)
-                if self.up_links is True or (self.up_links and dev in self.up_links):
-                    sh("ip", "-n", ns, "link", "set", dev, "up")
+        ends = [dev for pair in self.pairs for dev in pair]
+        for dev in ends:
+            ns = self.where(dev)
+            if dev in self.macs:
+                sh("ip", "-n", ns, "link", "set", dev, "address", self.macs[dev])
+            if dev in self.addresses:
+                sh("ip", "-n", ns, "addr", "add", self.addresses[dev], "dev", dev)
+            if self.up_links is True or (self.up_links and dev in self.up_links):
+                sh("ip", "-n", ns, "link", "set", dev, "up")
+        # offloads once both ends are up: veth enables its NAPI for GRO on a running device
+        for dev in ends:
+            features = dict(self.features.get(dev, {}))
+            if dev in self.gro:
+                features["gro"] = "on"
+            for key, value in features.items():
+                self.exec(self.where(dev), "ethtool", "-K", dev, key, value)
         for dev in self.threaded:
             self.exec(self.where(dev), "sh", "-c", "echo 1 > /sys/class/net/%s/threaded" % dev)
         return self
