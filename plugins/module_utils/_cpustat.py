@@ -14,6 +14,7 @@ are reported without the guest part and the total leaves guest out.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -380,6 +381,25 @@ def read_bpf_stats_enabled(path=BPF_STATS_SYSCTL):
 def write_bpf_stats_enabled(value, path=BPF_STATS_SYSCTL):
     with open(path, "w", encoding="ascii") as f:
         f.write(f"{int(value)}\n")
+
+
+BPF_STATS_MARK = "/run/xdplab/bpf_stats_enabled_by_cpu_usage"
+
+
+def mark_bpf_stats_set(path=BPF_STATS_MARK):
+    """Remember that cpu_usage turned the statistics on (a window whose end never came is restored later)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="ascii") as f:
+        f.write(f"{os.getpid()}\n")
+
+
+def bpf_stats_marked(path=BPF_STATS_MARK):
+    return os.path.exists(path)
+
+
+def clear_bpf_stats_mark(path=BPF_STATS_MARK):
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def bpf_run_stats(prog_ids, runner=None):

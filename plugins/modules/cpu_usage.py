@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: cpu_usage
-Per-CPU busy time from /proc/stat, the run time of the DUT's threads, BPF run time and foreign processes
+short_description: Per-CPU busy time from /proc/stat, the run time of the DUT's threads, BPF run time and foreign processes
 version_added: 0.2.0
 author:
   - xdplab.testbed developers (!UNKNOWN)
@@ -84,7 +84,7 @@ options:
     default: []
   foreign_threshold:
     description:
-      - RV(foreign_ran) is true when user-space threads that are not the DUT's work ran on a reported CPU for more
+      - RV(foreign_flag) is true when user-space threads that are not the DUT's work ran on a reported CPU for more
         than this share of one CPU over the window, in percent. Kernel threads are listed but do not count.
     type: float
     default: 0.1
@@ -92,7 +92,9 @@ options:
     description:
       - Interfaces (in the module's network namespace) whose attached XDP program's run time is read. With
         O(snapshot_only) the module turns C(kernel.bpf_stats_enabled) on if it is off; the later call with O(since)
-        turns it back off. Not in check mode: there the statistics are read as they are.
+        turns it back off. Not in check mode, where the statistics are read as they are. When that later call
+        never comes (the trial failed in between), the next call of this module on the host turns them off
+        (C(/run/xdplab/bpf_stats_enabled_by_cpu_usage) marks that it turned them on).
       - The statistics cost two clock reads per program run (about 20 ns per packet here), so use them for CPU
         measurements, not for peak rates.
     type: list
@@ -107,7 +109,7 @@ notes:
   - The counters tick at RV(ticks_per_second) (USER_HZ, usually 100), so a window of one second has a
     resolution of 1% per CPU; use windows of several seconds for small differences.
   - A thread's run time is not split by CPU in procfs. A thread is charged to a CPU exactly when its affinity
-    allows that CPU only (C(attribution=affinity)): NAPI kthreads, testpmd lcores and the pinned bench threads are;
+    allows that CPU only (C(attribution=affinity)), as NAPI kthreads, testpmd lcores and the pinned bench threads do;
     otherwise to the CPU it last ran on (C(attribution=last_cpu)), an estimate. Threads that started and ended
     between the two readings are not seen.
 requirements:
@@ -149,7 +151,7 @@ EXAMPLES = r"""
 RETURN = r"""
 busy:
   description:
-    - Mean busy % of the reported CPUs from the most precise source: the DUT's work threads' run time
+    - Mean busy % of the reported CPUs from the most precise source, the DUT's work threads' run time
       (RV(busy_source)=C(schedstat)) when any work thread was found, else /proc/stat (C(proc_stat)).
   returned: unless snapshot_only
   type: float
@@ -194,8 +196,8 @@ foreign_busy:
   returned: with threads, unless snapshot_only
   type: float
   sample: 1.0
-foreign_ran:
-  description: True when RV(foreign_busy) is above O(foreign_threshold): processes that are not under test ran on
+foreign_flag:
+  description: True when RV(foreign_busy) is above O(foreign_threshold), that is processes that are not under test ran on
     the DUT's CPUs, and the CPU figures include them.
   returned: with threads, unless snapshot_only
   type: bool
@@ -379,6 +381,7 @@ class CpuUsage:
             try:
                 cpustat.write_bpf_stats_enabled(1)
                 state["set_by_module"] = True
+                cpustat.mark_bpf_stats_set()
             except OSError as exc:
                 self.fail(f"cannot turn kernel.bpf_stats_enabled on ({exc}): run as root, or drop bpf_interfaces")
         state["during"] = cpustat.read_bpf_stats_enabled()
@@ -390,6 +393,7 @@ class CpuUsage:
             try:
                 cpustat.write_bpf_stats_enabled(0)
                 restored = True
+                cpustat.clear_bpf_stats_mark()
             except OSError as exc:
                 self.module.warn(f"could not turn kernel.bpf_stats_enabled off again: {exc}")
         return restored
@@ -404,13 +408,27 @@ class CpuUsage:
             entry["foreign_busy"] = foreign_cpu[entry["cpu"]][1]
         foreign_busy = round(sum(b for _ns, b in foreign_cpu.values()), 3)
         self.result.update(work=work, foreign=foreign[:FOREIGN_LISTED], foreign_count=len(foreign),
-                           foreign_busy=foreign_busy, foreign_ran=foreign_busy > self.p["foreign_threshold"])
+                           foreign_busy=foreign_busy, foreign_flag=foreign_busy > self.p["foreign_threshold"])
         if work:
             self.result["busy"] = round(sum(b for _ns, b in work_cpu.values()) / len(cpus), 3)
             self.result["busy_source"] = cpustat.SOURCE_SCHEDSTAT
 
+    def restore_left_on(self):
+        """A window that turned bpf_stats on and never ended (its trial failed in between): turn them off now."""
+        if self.module.check_mode or not cpustat.bpf_stats_marked():
+            return
+        if self.want_bpf and self.p["since"] is not None:
+            return  # the window's own end restores them
+        try:
+            cpustat.write_bpf_stats_enabled(0)
+            cpustat.clear_bpf_stats_mark()
+            self.module.warn("kernel.bpf_stats_enabled was left on by an earlier window that did not end: turned off")
+        except OSError as exc:
+            self.module.warn(f"kernel.bpf_stats_enabled was left on by an earlier window; turning it off failed: {exc}")
+
     def run(self):
         try:
+            self.restore_left_on()
             threads_now = bpf_now = bpf_state = None
             prog_ids = self.bpf_prog_ids() if self.want_bpf else []
             if self.want_bpf and self.p["snapshot_only"]:
@@ -436,9 +454,12 @@ class CpuUsage:
                 cpustat.same_boot(before, now["btime"], cpustat.boot_id())
                 if before["time"] > now["time"]:
                     self.fail("since was taken after now on the monotonic clock: it comes from another host or boot")
+                if self.p["threads"] and "threads" not in self.p["since"]:
+                    self.module.warn("since has no thread counters (taken with threads: false): only /proc/stat")
+                    self.p["threads"] = False
+                    for key in THREAD_SOURCES:
+                        self.result["sources"].pop(key, None)
                 if self.p["threads"]:
-                    if "threads" not in self.p["since"]:
-                        self.fail("since has no thread counters: take the snapshot with threads: true as well")
                     threads_before = cpustat.threads_from_snapshot(self.p["since"]["threads"])
                 if self.want_bpf:
                     bpf_before = {int(k): v for k, v in (self.p["since"].get("bpf") or {}).items()}
