@@ -28,7 +28,9 @@ description:
   - The line is appended atomically (one write under an exclusive lock, then fsync). A file whose last line was cut
     (a crash) gets a newline first, so the new record starts on a line of its own; lines already in the file are
     never changed or removed.
-  - Idempotent on (C(trial_id), O(status)) - a trial already recorded with the same status is not recorded again.
+  - Idempotent - a trial already recorded with status V(ok) is not recorded again, nor a failed attempt already
+    recorded with the same O(started_at); a trial that fails again on a re-run gets a record of its own, so every
+    attempt's error is kept.
   - Runs where the results are, on the controller (C(delegate_to=localhost)).
 extends_documentation_fragment:
   - xdplab.testbed.attributes
@@ -246,7 +248,10 @@ class TrialRecorder:
         except FileNotFoundError:
             pass
         for number, old in numbered:
-            if old.get("trial_id") == rec["trial_id"] and old.get("status", _record.STATUS_OK) == rec["status"]:
+            if old.get("trial_id") != rec["trial_id"] or old.get("status", _record.STATUS_OK) != rec["status"]:
+                continue
+            # each failed attempt is its own record (a trial that fails again keeps both errors)
+            if rec["status"] == _record.STATUS_OK or old.get("started_at") == rec.get("started_at"):
                 return number, old, lines
         return None, None, lines
 

@@ -120,11 +120,14 @@ def test_a_failed_trial_then_its_retry(tmp_path, capsys):
     assert failed["changed"] is True
     assert valid(failed["record"])["failure"]["process"]["signal_name"] == "SIGKILL"
     assert run(args(path, **FAILED), capsys)["changed"] is False
+    # the same trial failing again on a re-run (another start) keeps both attempts' errors
+    again = run(args(path, **dict(FAILED, started_at="2026-11-30T18:00:00Z")), capsys)
+    assert again["changed"] is True and again["line"] == 2
     # the re-run measured: a new line, the failed one stays
     ok = run(args(path), capsys)
-    assert ok["changed"] is True and ok["line"] == 2
+    assert ok["changed"] is True and ok["line"] == 3
     recs = [valid(json.loads(x)) for x in lines_of(path)]
-    assert [r["status"] for r in recs] == ["failed", "ok"]
+    assert [r["status"] for r in recs] == ["failed", "failed", "ok"]
     # the report reads the ok one only
     records, warnings = _report.load(str(path))
     assert len(records) == 1 and warnings == []
