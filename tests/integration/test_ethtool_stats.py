@@ -116,6 +116,13 @@ def test_rates_of_two_devices_under_real_traffic(pairs):
         assert rates["rx_queue_0_xdp_bytes"] == pytest.approx(60 * rates["rx_queue_0_xdp_packets"], rel=1e-9)
         assert set(rates) == {"rx_queue_0_xdp_packets", "rx_queue_0_xdp_bytes"}  # only what changed
         assert seconds == pytest.approx(6.0, abs=0.5) and len(res["samples"]) == 6
+    # the measurement: veth's per-queue rx_queue_N_xdp_packets of both devices, what the generators sent
+    m = res["measurement"]
+    assert m["source"] == {"kind": "ethtool", "at": "dut", "counter": "rx_queue_{queue}_xdp_packets",
+                           "devices": ["d0", "d1"]}
+    assert m["packets"] == sum(s[-1]["sent"] for s in summaries) and len(m["samples"]) == 6
+    assert sum(x["packets"] for x in m["samples"]) == m["packets"]
+    assert [(q["device"], q["queue"]) for q in m["per_rxq"]] == [("d0", 0), ("d1", 0)]
     assert res["header"] == "Show adapter d0 d1 statistics (ONLY that changed!)"
     parsed = [LINE.match(line) for line in res["lines"]]
     assert all(parsed), res["lines"]
