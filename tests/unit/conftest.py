@@ -6,7 +6,10 @@ every measuring module's output, and a fake monotonic clock for the Sampler (fix
 import math
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
+
+# The collection is imported lazily, inside the helpers: test_connection_netns.py installs Ansible's collection
+# loader (init_plugin_loader) when it is collected, and a package of the collection imported before that (at
+# conftest import) makes every later import fail with "collection metadata was not loaded".
 
 
 class FakeClock:
@@ -26,6 +29,8 @@ class FakeClock:
 
 def assert_measurement(m, kind, at="dut", samples=None):
     """``m`` has exactly the keys of the shape, with the types the doc fragment promises; returns it."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
+
     assert set(m) == set(_measurement.MEASUREMENT_KEYS), sorted(set(m) ^ set(_measurement.MEASUREMENT_KEYS))
     assert isinstance(m["pps"], float) and m["pps"] >= 0 and not math.isnan(m["pps"])
     assert m["packets"] is None or isinstance(m["packets"], int)
