@@ -160,3 +160,166 @@ def test_module_bad_parameters(capsys):
     assert res["failed"] and "exclude each other" in res["msg"]
     res = run_module({"since": {"time": 1}}, capsys)
     assert res["failed"] and "not a cpu_usage snapshot" in res["msg"]
+
+
+# ---- precise sources: thread run time from real /proc/<pid>/task/<tid> captures (fixtures/proc_task) ------------
+
+TASKS = os.path.join(os.path.dirname(__file__), "fixtures", "proc_task")
+
+
+def task_fixture(name):
+    with open(os.path.join(TASKS, name), encoding="ascii") as f:
+        return f.read()
+
+
+def test_parse_task_stat_of_a_napi_kthread():
+    st = cpustat.parse_task_stat(task_fixture("napi_stat.txt"))
+    assert st["comm"] == "napi/veth-dut0-304" and st["kthread"] is True and st["ppid"] == 2 and st["cpu"] == 1
+    assert cpustat.allowed_cpus(task_fixture("napi_status.txt")) == [1]
+    assert cpustat.parse_schedstat(task_fixture("napi_schedstat.txt")) > 0
+
+
+def test_parse_task_stat_with_spaces_and_parentheses_in_comm():
+    st = cpustat.parse_task_stat(task_fixture("oddcomm_stat.txt"))
+    assert st["comm"] == "we (ird) x" and st["kthread"] is False and st["state"] == "S" and st["cpu"] == 1
+
+
+def fake_proc(root, tasks):
+    """A /proc tree from the real captures: tasks = {(pid, tid): (fixture prefix, runtime_ns, cpu)}."""
+    for (pid, tid), (prefix, runtime, cpu) in tasks.items():
+        d = root / str(pid) / "task" / str(tid)
+        d.mkdir(parents=True, exist_ok=True)
+        stat = task_fixture(f"{prefix}_stat.txt")
+        head, _, tail = stat.rpartition(")")
+        fields = tail.split()
+        fields[36] = str(cpu)  # field 39, the CPU it last ran on
+        (d / "stat").write_text(f"{tid} {head.split(' ', 1)[1]}) {' '.join(fields)}\n")
+        (d / "schedstat").write_text(f"{runtime} 1000 10\n")
+        (d / "status").write_text(task_fixture(f"{prefix}_status.txt"))
+    return str(root)
+
+
+def test_thread_usage_splits_work_from_foreign(tmp_path):
+    before = cpustat.read_threads([1], proc=fake_proc(tmp_path / "a", {
+        (10, 10): ("napi", 1_000_000_000, 1), (20, 20): ("bash", 500_000_000, 0), (30, 30): ("oddcomm", 7, 0)}))
+    after = cpustat.read_threads([1], proc=fake_proc(tmp_path / "b", {
+        (10, 10): ("napi", 1_250_000_000, 1), (20, 20): ("bash", 530_000_000, 1), (30, 30): ("oddcomm", 7, 0),
+        (40, 40): ("bash", 2_000_000, 1)}))
+    assert set(before) == {10, 20, 30}
+    matcher = cpustat.WorkMatcher(interfaces=["veth-dut0"])
+    work, foreign = cpustat.thread_usage(before, after, [1], 3.0, matcher)
+    # the NAPI kthread may run on CPU 1 only: exact; 250 ms in 3 s
+    assert work == [{"pid": 10, "tid": 10, "comm": "napi/veth-dut0-304", "cpu": 1, "runtime_ns": 250_000_000,
+                     "busy": 8.333, "attribution": "affinity", "kernel": True, "role": "napi"}]
+    # bash may run on 0-1 and last ran on 1: an estimate; a thread born in the window counts from 0;
+    # the thread that did not run is left out
+    assert [(f["tid"], f["runtime_ns"], f["attribution"], f["kernel"]) for f in foreign] == [
+        (20, 30_000_000, "last_cpu", False), (40, 2_000_000, "last_cpu", False)]
+    per_cpu = cpustat.per_cpu_runtime(foreign, [1], 3.0)
+    assert per_cpu[1] == (32_000_000, 1.067)
+
+
+def test_threads_round_trip_through_a_json_snapshot(tmp_path):
+    threads = cpustat.read_threads([1], proc=fake_proc(tmp_path, {(10, 10): ("napi", 5, 1), (20, 21): ("bash", 9, 0)}))
+    back = cpustat.threads_from_snapshot(json.loads(json.dumps(cpustat.threads_snapshot(threads))))
+    assert back == threads
+    with pytest.raises(cpustat.CpuStatError, match="malformed thread counters"):
+        cpustat.threads_from_snapshot({"10": [1]})
+
+
+def test_work_matcher_roles_and_truncated_napi_names():
+    m = cpustat.WorkMatcher(interfaces=["enp65s0f0np0"], pids=[77], comms=["^dpdk-worker"])
+    kthread = {"comm": "napi/enp65s0f0n", "kthread": True, "pid": 5}  # a 15-character comm of an older kernel
+    assert m.role(kthread) == "napi"
+    assert m.role({"comm": "napi/eth1-3", "kthread": True, "pid": 6}) is None
+    assert m.role({"comm": "anything", "kthread": False, "pid": 77}) == "process"
+    assert m.role({"comm": "dpdk-worker1", "kthread": False, "pid": 8}) == "comm"
+    # a user process named like a NAPI thread is not one
+    assert m.role({"comm": "napi/enp65s0f0np0-1", "kthread": False, "pid": 9}) is None
+
+
+BPFTOOL_SHOW = os.path.join(TASKS, "bpftool_prog_show.json")
+
+
+def test_bpf_run_stats_and_usage_from_bpftool_output():
+    text = task_fixture("bpftool_prog_show.json")
+
+    class Done:
+        returncode, stdout, stderr = 0, text, ""
+
+    calls = []
+    stats = cpustat.bpf_run_stats([int(json.loads(text)["id"])], runner=lambda argv: calls.append(argv) or Done)
+    (prog,) = stats.values()
+    assert calls[0][:4] == ["bpftool", "-j", "prog", "show"] and prog["run_cnt"] > 0 and prog["run_time_ns"] > 0
+    before = {prog["id"]: dict(prog, run_time_ns=0, run_cnt=0)}
+    (u,) = cpustat.bpf_usage(before, stats, 2.0)
+    assert u["source"] == "bpf_stats" and u["ns_per_run"] == round(prog["run_time_ns"] / prog["run_cnt"], 2)
+    assert u["busy"] == round(100.0 * prog["run_time_ns"] / 2e9, 3)
+
+
+def test_bpftool_failure_names_the_program():
+    class Failed:
+        returncode, stdout, stderr = 255, "", "Error: get by id (4242): No such file or directory"
+
+    with pytest.raises(cpustat.CpuStatError, match="bpftool prog show id 4242 failed: Error: get by id"):
+        cpustat.bpf_run_stats([4242], runner=lambda argv: Failed)
+
+
+def test_module_reports_a_pinned_busy_loop_as_foreign_and_labels_sources(capsys):
+    import subprocess
+    import time
+
+    cpu = max(os.sched_getaffinity(0))
+    first = run_module({"cpus": [cpu], "snapshot_only": True}, capsys)
+    assert first["snapshot"]["threads"], "no thread could run on the CPU?"
+    loop = subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
+    try:
+        time.sleep(0.5)
+        # a thread that ended before the second reading is not seen: read while it runs
+        res = run_module({"cpus": [cpu], "since": first["snapshot"], "work_comms": ["^no-such-work$"]}, capsys)
+    finally:
+        loop.kill()
+        loop.wait()
+    mine = [f for f in res["foreign"] if f["pid"] == loop.pid]
+    assert mine and mine[0]["attribution"] == "affinity" and mine[0]["busy"] > 20
+    assert res["foreign_flag"] is True and res["foreign_busy"] >= mine[0]["busy"]
+    assert res["work"] == [] and res["busy_source"] == "proc_stat"
+    assert res["sources"]["per_cpu.busy"] == "proc_stat" and res["sources"]["foreign"] == "schedstat"
+    assert res["per_cpu"][0]["foreign_busy"] >= mine[0]["busy"]
+
+
+def test_module_counts_work_threads_by_pid(capsys):
+    import subprocess
+    import time
+
+    cpu = max(os.sched_getaffinity(0))
+    loop = subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
+    try:
+        time.sleep(0.2)
+        first = run_module({"cpus": [cpu], "snapshot_only": True, "work_pids": [loop.pid]}, capsys)
+        time.sleep(0.5)
+        res = run_module({"cpus": [cpu], "since": first["snapshot"], "work_pids": [loop.pid]}, capsys)
+    finally:
+        loop.kill()
+        loop.wait()
+    assert [w["role"] for w in res["work"]] == ["process"] and res["busy_source"] == "schedstat"
+    assert res["busy"] == res["per_cpu"][0]["work_busy"] > 20
+    assert all(f["pid"] != loop.pid for f in res["foreign"])
+
+
+def test_module_old_snapshot_without_threads_falls_back_to_proc_stat(capsys):
+    first = run_module({"snapshot_only": True, "threads": False}, capsys)
+    assert "threads" not in first["snapshot"]
+    res = run_module({"since": first["snapshot"]}, capsys)
+    assert "work" not in res and res["busy_source"] == "proc_stat" and "foreign" not in res["sources"]
+
+
+def test_module_pins_itself_to_the_housekeeping_cpus(capsys, monkeypatch):
+    cpu = min(os.sched_getaffinity(0))
+    monkeypatch.setenv("XDPLAB_HOUSEKEEPING_CPUS", str(cpu))
+    before = os.sched_getaffinity(0)
+    try:
+        res = run_module({"snapshot_only": True, "threads": False}, capsys)
+        assert res["housekeeping"] == [cpu] and os.sched_getaffinity(0) == {cpu}
+    finally:
+        os.sched_setaffinity(0, before)
