@@ -158,6 +158,11 @@ def test_rxdrop_copy_mode(lab, xdp_mode, poll):
     assert res["seconds"] == pytest.approx(3, abs=0.1)
     assert {e["queue"] for e in res["xdp_stats"]} == {0, 1}
     assert res["summary"]["xdp_detached"] is True and res["summary"]["stopped_by"] == "SIGINT"
+    m = res["measurement"]  # the one shape, cut from the program's own records
+    assert m["source"]["kind"] == "xsk_bench" and m["source"]["at"] == "dut" and m["source"]["counter"] == "rx"
+    assert m["packets"] == res["packets"] and m["pps"] == pytest.approx(res["pps"], rel=1e-3)
+    assert m["window"]["start"] == pytest.approx(res["window"]["start"]) and len(m["samples"]) == 3
+    assert sum(s["packets"] for s in m["samples"]) == m["packets"]
     assert_left_clean(lab)
 
 
