@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Paced generator and DUT CPU sources on the virtual lab, one run, alternating.
 
 For each offered load (--rates, frames/s) and each generator binary (this tree's bpf/build/xdplab-trafficgen and,
@@ -49,7 +49,7 @@ def ethtool(ns, dev):
     out = sh("ip", "netns", "exec", ns, "ethtool", "-S", dev).stdout
     stats = {}
     for line in out.splitlines()[1:]:
-        key, _, value = line.strip().partition(":")
+        key, _sep, value = line.strip().partition(":")
         if value.strip().lstrip("-").isdigit():
             stats[key] = int(value)
     return stats
@@ -106,7 +106,7 @@ def one_trial(binary, rate, seconds, matcher):
     tg1, dut1 = ethtool(TG, TG_IF), ethtool(DUT, DUT_IF)
     summary = json.loads(out.strip().splitlines()[-1])
     window = t1 - t0
-    (proc_cpu,), _ = cpustat.usage_between(stat0, stat1, [DUT_CPU])
+    (proc_cpu,), _rest = cpustat.usage_between(stat0, stat1, [DUT_CPU])
     work, foreign = cpustat.thread_usage(th0, th1, [DUT_CPU], window, matcher)
     (bpf,) = cpustat.bpf_usage(bpf0, bpf1, window)
     sent = summary["sent"]
@@ -147,7 +147,7 @@ def main():
            os.path.join(ROOT, "bpf/build/xdp_bare_drop.bpf.o"), "sec", "xdp")  # fmt: skip
         cpustat.write_bpf_stats_enabled(1)
         matcher = cpustat.WorkMatcher(interfaces=[DUT_IF])
-        for _ in range(args.rounds):
+        for _round in range(args.rounds):
             for rate in rates:
                 for binary in binaries:
                     rows.append(one_trial(binary, rate, args.seconds, matcher))

@@ -190,7 +190,7 @@ def fake_proc(root, tasks):
         d = root / str(pid) / "task" / str(tid)
         d.mkdir(parents=True, exist_ok=True)
         stat = task_fixture(f"{prefix}_stat.txt")
-        head, _, tail = stat.rpartition(")")
+        head, _sep, tail = stat.rpartition(")")
         fields = tail.split()
         fields[36] = str(cpu)  # field 39, the CPU it last ran on
         (d / "stat").write_text(f"{tid} {head.split(' ', 1)[1]}) {' '.join(fields)}\n")
@@ -249,7 +249,7 @@ def test_bpf_run_stats_and_usage_from_bpftool_output():
 
     calls = []
     stats = cpustat.bpf_run_stats([int(json.loads(text)["id"])], runner=lambda argv: calls.append(argv) or Done)
-    (prog,) = stats.values()
+    (prog,) = list(stats.values())
     assert calls[0][:4] == ["bpftool", "-j", "prog", "show"] and prog["run_cnt"] > 0 and prog["run_time_ns"] > 0
     before = {prog["id"]: dict(prog, run_time_ns=0, run_cnt=0)}
     (u,) = cpustat.bpf_usage(before, stats, 2.0)

@@ -83,7 +83,7 @@ def sleeper_tree():
 def test_pin_tree_moves_every_thread_and_leaves_pinned_work_alone(sleeper_tree):
     cpus = sorted(os.sched_getaffinity(0))
     hk_cpu, dut_cpu = cpus[0], cpus[-1]
-    child = int(subprocess.run(["pgrep", "-P", str(sleeper_tree)], capture_output=True, text=True).stdout.split()[0])
+    child = int(subprocess.run(["pgrep", "-P", str(sleeper_tree)], capture_output=True, text=True, check=True).stdout.split()[0])
     os.sched_setaffinity(child, {dut_cpu})  # like a testpmd lcore: bound to a DUT CPU only
     planned = hk.pin_tree(sleeper_tree, [hk_cpu], keep=[dut_cpu], check_mode=True)
     assert [m["pid"] for m in planned] == [sleeper_tree] and os.sched_getaffinity(sleeper_tree) == set(cpus)
