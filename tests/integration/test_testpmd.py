@@ -133,6 +133,12 @@ def check_rates(res):
     forwarding = int(res["command"][res["command"].index("-l") + 1].split(",")[1])  # nb_cores=1: the 2nd lcore
     assert [c["lcore"] for c in res["per_lcore"]] == [forwarding]
     assert res["exit_status"] == 0
+    m = res["measurement"]  # the one shape, from the same reads
+    assert m["source"]["kind"] == "testpmd" and m["source"]["at"] == "dut" and m["source"]["per_rxq_source"] == "xstats"
+    assert m["pps"] == res["pps"] and m["packets"] == sum(p["rx_packets"] for p in res["ports"])
+    assert m["window"]["start"] == res["window"]["start"] and m["window"]["clock"] == "CLOCK_MONOTONIC"
+    assert len(m["samples"]) == 3 and sum(s["packets"] for s in m["samples"]) == m["packets"]
+    assert [c["cpu"] for c in m["per_cpu"]] == [forwarding]
 
 
 def test_af_packet_rxonly_two_queues(lab):
