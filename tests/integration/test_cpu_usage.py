@@ -104,3 +104,85 @@ def test_snapshot_from_another_boot_fails(netns, tmp_path):
     stale = dict(first["snapshot"], boot_id=None, btime=btime - 86400)
     res = run(netns, tmp_path, {"since": stale})
     assert res["failed"] and "another boot" in res["msg"] and "snapshot_only: true" in res["msg"]
+
+
+# ---- the precise sources on a real paced XDP drop: NAPI kthread run time, BPF run time, foreign threads ----------
+
+BPF_BUILD = os.path.join(ROOT, "bpf", "build")
+STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+
+def napi_threads(dev):
+    """pids of the NAPI kthreads named napi/<dev>-<id>, newest last."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/comm", encoding="ascii") as f:
+                    if f.read().startswith(f"napi/{dev}-"):
+                        pids.append(int(pid))
+            except OSError:
+                pass
+    return sorted(pids)
+
+
+def ethtool_stats(ns, dev):
+    out = subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-S", dev], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    return {k.strip(): int(v) for k, _sep, v in (line.partition(":") for line in out.splitlines()[1:]) if v.strip().isdigit()}
+
+
+@pytest.fixture
+def paced_lab(netlab):
+    """tg0 -> dut0, threaded NAPI on dut0 pinned to the last CPU, xdp_bare_drop on dut0."""
+    for name in ("xdplab-trafficgen", "xdp_trafficgen.bpf.o", "xdp_bare_drop.bpf.o"):
+        if not os.path.exists(os.path.join(BPF_BUILD, name)):
+            subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, check=True)
+    lab = netlab("xd-cu", gro=["dut0"], threaded=["dut0"], lo=False,
+                 macs={"tg0": "02:00:00:00:01:01", "dut0": "02:00:00:00:01:02"})  # fmt: skip
+    (napi,) = napi_threads("dut0")[-1:]
+    cpu = max(os.sched_getaffinity(0))
+    os.sched_setaffinity(napi, {cpu})
+    lab.exec(lab.dut, "ip", "link", "set", "dev", "dut0", "xdpdrv", "obj", os.path.join(BPF_BUILD, "xdp_bare_drop.bpf.o"),
+             "sec", "xdp")  # fmt: skip
+    with open(STATS, encoding="ascii") as f:
+        stats_before = f.read().strip()
+    yield lab, napi, cpu
+    with open(STATS, "w", encoding="ascii") as f:
+        f.write(stats_before + "\n")
+
+
+def test_paced_xdp_drop_is_measured_from_the_napi_thread_and_bpf_stats(paced_lab, tmp_path):
+    lab, napi, cpu = paced_lab
+    with open(STATS, "w", encoding="ascii") as f:
+        f.write("0\n")
+    opts = {"cpus": [cpu], "work_interfaces": ["dut0"], "bpf_interfaces": ["dut0"]}
+    first = run(lab.dut, tmp_path, dict(opts, snapshot_only=True))
+    assert first["bpf_stats_enabled"] == {"during": 1, "set_by_module": True, "restored": False}, first
+    drops0, tg0 = ethtool_stats(lab.dut, "dut0"), ethtool_stats(lab.tg, "tg0")
+    gen = subprocess.run(["ip", "netns", "exec", lab.tg, os.path.join(BPF_BUILD, "xdplab-trafficgen"), "--dev", "tg0",
+                          "--src-mac", "02:00:00:00:01:01", "--dst-mac", "02:00:00:00:01:02", "--src-ip", "10.0.0.1",
+                          "--dst-ip", "10.0.0.2", "--cpus", str(min(os.sched_getaffinity(0))), "--duration", "2",
+                          "--rate", "250000", "--obj", os.path.join(BPF_BUILD, "xdp_trafficgen.bpf.o")],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    second = run(lab.dut, tmp_path, dict(opts, since=first["snapshot"]))
+    drops = ethtool_stats(lab.dut, "dut0")["rx_queue_0_xdp_drops"] - drops0["rx_queue_0_xdp_drops"]
+    sent = json.loads(gen.stdout.splitlines()[-1])["sent"]
+    assert second.get("failed") is not True, second
+    # the NAPI kthread is the DUT's work, charged exactly (it may run on that CPU only)
+    (work,) = [w for w in second["work"] if w["tid"] == napi]
+    assert work["role"] == "napi" and work["attribution"] == "affinity" and work["kernel"] is True
+    assert second["busy_source"] == "schedstat" and second["busy"] == pytest.approx(work["busy"], abs=0.01)
+    assert second["per_cpu"][0]["work_busy"] == pytest.approx(work["busy"], abs=0.01) and work["busy"] > 0
+    # BPF: one run per frame the program dropped; the program is part of what the NAPI thread did
+    (prog,) = second["bpf"]
+    assert prog["source"] == "bpf_stats" and prog["run_cnt"] == drops > 0.5 * sent
+    assert 0 < prog["run_time_ns"] < work["runtime_ns"]
+    assert second["bpf_stats_enabled"] == {"during": 1, "set_by_module": True, "restored": True}
+    with open(STATS, encoding="ascii") as f:
+        assert f.read().strip() == "0"
+    assert second["sources"]["work"] == "schedstat" and second["sources"]["per_cpu.busy"] == "proc_stat"
+    # every frame sent was either dropped by the program or refused at tg0 (the DUT's ring was full)
+    refused = ethtool_stats(lab.tg, "tg0")["tx_queue_0_xdp_xmit_errors"] - tg0["tx_queue_0_xdp_xmit_errors"]
+    # (a few frames may still sit in the ring when the counters are read)
+    assert sent - 64 <= drops + refused <= sent, (drops, refused, sent)
