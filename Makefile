@@ -95,7 +95,7 @@ integration: system-deps
 molecule: system-deps
 	$(VENV)/bin/molecule test --all
 
-test: lint system-deps
+test: lint sanity system-deps
 	$(VENV)/bin/pytest -q tests
 	$(VENV)/bin/molecule test --all
 

@@ -86,8 +86,10 @@ options:
     description:
       - RV(foreign_flag) is true when user-space threads that are not the DUT's work ran on a reported CPU for more
         than this share of one CPU over the window, in percent. Kernel threads are listed but do not count.
+      - The default 0.5 sits above the ~0.1 % that system daemons take of an idle CPU on the virtual lab, which
+        flagged nearly every trial at 0.1.
     type: float
-    default: 0.1
+    default: 0.5
   bpf_interfaces:
     description:
       - Interfaces (in the module's network namespace) whose attached XDP program's run time is read. With
@@ -525,7 +527,7 @@ def main():
             "work_interfaces": {"type": "list", "elements": "str", "default": []},
             "work_pids": {"type": "list", "elements": "int", "default": []},
             "work_comms": {"type": "list", "elements": "str", "default": []},
-            "foreign_threshold": {"type": "float", "default": 0.1},
+            "foreign_threshold": {"type": "float", "default": 0.5},
             "bpf_interfaces": {"type": "list", "elements": "str", "default": []},
             "bpf_prog_ids": {"type": "list", "elements": "int", "default": []},
         },
