@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.xdplab.testbed.plugins.module_utils import _jsonl
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpus, _jsonl
 
 STDERR_TAIL_LINES = 10
 STDERR_TAIL_CHARS = 2000
@@ -41,7 +41,7 @@ STDERR_TAIL_CHARS = 2000
 #: Runs as `python -c SUPERVISOR EXIT_PATH READY_FD -- COMMAND...`; its stdio are the child's.
 SUPERVISOR = r"""# xdplab.testbed process supervisor (plugins/module_utils/_process.py)
 import json, os, signal, subprocess, sys, time
-exit_path, ready_fd, argv = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
+exit_path, ready_fd, cpus, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 
 def write_exit(info):
     info["ended"] = time.time()
@@ -64,7 +64,14 @@ def forward(signum, _frame):
 for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
     signal.signal(getattr(signal, name), forward)
 try:
-    child = subprocess.Popen(argv, close_fds=True, preexec_fn=os.setpgrp)
+    def prepare():
+        os.setpgrp()
+        # the process under test may run on any CPU (it pins its own threads): it must not inherit the
+        # housekeeping CPU set the tool's own processes are held to
+        if cpus != "--":
+            os.sched_setaffinity(0, [int(c) for c in cpus.split(",")])
+
+    child = subprocess.Popen(argv, close_fds=True, preexec_fn=prepare)
 except OSError as exc:
     write_exit({"pid": None, "exit_status": 127, "signal": None, "error": "cannot run %s: %s" % (argv[0], exc)})
     os.write(ready_fd, b"error\n")
@@ -250,6 +257,14 @@ class Process:
             return False
         return proc_start_time(state["pid"]) == state["start_time"]
 
+    @staticmethod
+    def child_cpus():
+        """The CPUs a started process may run on: every online CPU (empty: unknown, inherit ours)."""
+        try:
+            return _cpus.online_cpus()
+        except (OSError, ValueError):
+            return []
+
     def start(self, command, params=None, settle=0.5, stdin=None, stdout=None, stderr=None, env=None, extra=None, check=True):
         """Start `command` under a supervisor; returns the state written to the state file.
 
@@ -275,7 +290,8 @@ class Process:
                 stderr = err.fileno()
             ready_r, ready_w = os.pipe()
             try:
-                argv = [sys.executable, "-c", SUPERVISOR, self.exit_path, str(ready_w), "--"] + list(command)
+                cpus = ",".join(str(c) for c in self.child_cpus()) or "--"
+                argv = [sys.executable, "-c", SUPERVISOR, self.exit_path, str(ready_w), cpus] + list(command)
                 sup = subprocess.Popen(
                     argv,
                     stdin=subprocess.DEVNULL if stdin is None else stdin,

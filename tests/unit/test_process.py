@@ -14,7 +14,7 @@ import textwrap
 import time
 
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _process
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpus, _process
 from ansible_collections.xdplab.testbed.plugins.module_utils._process import Process, ProcessError
 
 COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "collections")
@@ -261,3 +261,19 @@ def test_testpmd_session_quits_cleanly(tmp_path):
     session.until_prompt(5)
     assert session.close() == 0
     assert session.exit["exit_status"] == 0 and not os.path.exists(session.run_files.run_dir)
+
+
+def test_a_started_process_is_not_held_to_the_starters_housekeeping_cpus(tmp_path):
+    """The tool's own processes are pinned to housekeeping CPUs; the processes under test it starts may use any CPU."""
+    online = _cpus.online_cpus()
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {online[0]})
+        proc = Process(str(tmp_path), "affinity")
+        proc.start(["sh", "-c", "grep Cpus_allowed_list /proc/self/status"], settle=0.2, check=False)
+        assert proc.wait(5)
+    finally:
+        os.sched_setaffinity(0, before)
+    with open(proc.out_path) as f:
+        allowed = f.read().split(":", 1)[1].strip()
+    assert _cpus.parse_cpu_list(allowed) == online
