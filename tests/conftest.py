@@ -7,3 +7,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "collections")
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
+
+# Ansible's collection loader, installed once before any test module imports the collection: a test that
+# installs it later (test_connection_netns.py loads the netns plugin through it) would otherwise leave every
+# package of the collection imported before that point unusable ("collection metadata was not loaded").
+from ansible.plugins.loader import init_plugin_loader
+
+init_plugin_loader([COLLECTIONS])
