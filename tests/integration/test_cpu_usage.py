@@ -138,7 +138,7 @@ def paced_lab(netlab):
     for name in ("xdplab-trafficgen", "xdp_trafficgen.bpf.o", "xdp_bare_drop.bpf.o"):
         if not os.path.exists(os.path.join(BPF_BUILD, name)):
             subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, check=True)
-    lab = netlab("xd-cu", gro=["dut0"], threaded=["dut0"], lo=False,
+    lab = netlab("xd-cu", gro=["dut0"], threaded=["dut0"], lo=False, no_ipv6=True,
                  macs={"tg0": "02:00:00:00:01:01", "dut0": "02:00:00:00:01:02"})  # fmt: skip
     (napi,) = napi_threads("dut0")[-1:]
     cpu = max(os.sched_getaffinity(0))
