@@ -176,7 +176,9 @@ def test_paced_xdp_drop_is_measured_from_the_napi_thread_and_bpf_stats(paced_lab
     assert second["per_cpu"][0]["work_busy"] == pytest.approx(work["busy"], abs=0.01) and work["busy"] > 0
     # BPF: one run per frame the program dropped; the program is part of what the NAPI thread did
     (prog,) = second["bpf"]
-    assert prog["source"] == "bpf_stats" and prog["run_cnt"] == drops > 0.5 * sent
+    assert prog["source"] == "bpf_stats" and drops > 0.5 * sent, (prog, drops, sent)
+    # run_cnt counts the runs inside the module's window; frames still in flight at its edges may differ
+    assert abs(prog["run_cnt"] - drops) <= max(64, 0.001 * drops), (prog["run_cnt"], drops)
     assert 0 < prog["run_time_ns"] < work["runtime_ns"]
     assert second["bpf_stats_enabled"] == {"during": 1, "set_by_module": True, "restored": True}
     with open(STATS, encoding="ascii") as f:

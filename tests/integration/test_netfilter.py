@@ -130,7 +130,9 @@ def test_drop_count_idempotence_and_removal(lab, backend, binary, mode):
     assert stats["changed"] is False and stats["mode"] == mode and stats["interface"] == "dut0"
     assert stats["pps"] == pytest.approx(3000, rel=0.35), stats
     assert len(stats["samples"]) == 5 and all(s["pps"] > 0 for s in stats["samples"])
-    assert stats["window"]["end"] - stats["window"]["start"] == pytest.approx(2.5, abs=0.3)
+    # timestamps are the midpoints of the reads: a slow first read (iptables under load) starts the window later
+    window = stats["window"]["end"] - stats["window"]["start"]
+    assert 1.5 <= window <= 3.5 and window == pytest.approx(sum(s["seconds"] for s in stats["samples"]), abs=1e-3)
     assert sum(c["pps"] for c in stats["per_cpu"]) >= 0.5 * stats["pps"]  # softnet: all protocols, whole machine
     assert stats["per_rxq"][0]["counter"] == "rx_queue_0_xdp_packets"
     assert stats["per_rxq"][0]["pps"] == pytest.approx(3000, rel=0.35)
