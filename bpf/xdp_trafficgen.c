@@ -24,6 +24,12 @@
  * DUT's veth ring holds 256 frames: 25 ms bursts overflowed it at an idle
  * DUT (13.7 % refused at 0.25 Mpps); bursts of <= 64 frames do not.
  * Without the keeper (no veth support) it falls back to the two-lane bursts.
+ * --latency-stamp makes the program write a struct latency_stamp
+ * (xdp_latency.h: magic, per-CPU sequence, bpf_ktime_get_ns()) into every
+ * frame for xdp_latency_sink.bpf.c, and lets a paced burst be one frame, so
+ * that at low rates the frames leave evenly spaced, not in PACE_MIN_BURST
+ * bunches (each frame of a burst waits for the burst's flush: a stamped
+ * frame's latency includes that wait; --batch bounds it).
  * Prints one JSON line per second and a JSON summary on exit.
  */
 #define _GNU_SOURCE
@@ -59,6 +65,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "xdp_latency.h"
 #include "xdp_trafficgen.h"
 
 #define XDPLAB_PROG_NAME "xdplab-trafficgen"
@@ -69,6 +76,7 @@
 #define PROG_NAME "xdp_trafficgen"
 #define CURSOR_MAP_NAME "flow_cursors"
 #define EGRESS_VAR_NAME "egress_ifindex"
+#define STAMP_VAR_NAME "stamp_latency"
 
 #define MAX_BATCH 256    /* kernel limit for live frames (TEST_XDP_MAX_BATCH) */
 #define MAX_QUEUES 64
@@ -109,6 +117,7 @@ struct config {
 	double duration;
 	double rate_pps; /* total frames per second over all senders; 0: as fast as possible */
 	unsigned int batch;
+	bool latency_stamp; /* write struct latency_stamp into every frame */
 	const char *obj_path;
 };
 
@@ -148,7 +157,8 @@ static void usage(FILE *out)
 		"Usage: xdplab-trafficgen --dev IFNAME --src-mac MAC --dst-mac MAC\n"
 		"         --src-ip IP --dst-ip IP [--pkt-len 64] [--flows 1]\n"
 		"         [--port-base 12] [--queues 1] [--cpus 0[,1..]]\n"
-		"         [--duration 10] [--batch 64] [--rate PPS] [--obj PATH]\n"
+		"         [--duration 10] [--batch 64] [--rate PPS] [--latency-stamp]\n"
+		"         [--obj PATH]\n"
 		"\n"
 		"Sends UDP frames out of IFNAME (a veth) with BPF_PROG_RUN live frames.\n"
 		"Flow i: UDP 9 -> port-base + i, sent by the thread of queue i %% queues;\n"
@@ -156,6 +166,8 @@ static void usage(FILE *out)
 		"satisfy cpu %% queues == q. --pkt-len counts the FCS (64..1518).\n"
 		"--rate caps the total rate (frames/s, split evenly over the senders;\n"
 		"0 or absent: as fast as possible).\n"
+		"--latency-stamp writes magic, sequence and CLOCK_MONOTONIC time into\n"
+		"the UDP payload of every frame (read by xdp_latency_sink.bpf.o).\n"
 		"Prints JSON lines: one per second, a summary on exit.\n");
 }
 
@@ -181,7 +193,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_DEV = 1, OPT_SRC_MAC, OPT_DST_MAC, OPT_SRC_IP, OPT_DST_IP, OPT_PKT_LEN,
 	       OPT_FLOWS, OPT_PORT_BASE, OPT_QUEUES, OPT_CPUS, OPT_DURATION, OPT_BATCH,
-	       OPT_RATE, OPT_OBJ, OPT_HELP };
+	       OPT_RATE, OPT_LATENCY_STAMP, OPT_OBJ, OPT_HELP };
 	static const struct option opts[] = {
 		{ "dev", required_argument, NULL, OPT_DEV },
 		{ "src-mac", required_argument, NULL, OPT_SRC_MAC },
@@ -196,6 +208,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "rate", required_argument, NULL, OPT_RATE },
+		{ "latency-stamp", no_argument, NULL, OPT_LATENCY_STAMP },
 		{ "obj", required_argument, NULL, OPT_OBJ },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -238,6 +251,7 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 			if (errno || end == optarg || *end || cfg->rate_pps < 0)
 				die("--rate: '%s' is not a rate in frames per second (0: as fast as possible)", optarg);
 			break;
+		case OPT_LATENCY_STAMP: cfg->latency_stamp = true; break;
 		case OPT_OBJ: cfg->obj_path = optarg; break;
 		case OPT_HELP: usage(stdout); exit(EXIT_SUCCESS);
 		default: usage(stderr); exit(EXIT_FAILURE);
@@ -247,6 +261,9 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 		die("unexpected argument '%s' (see --help)", argv[optind]);
 	if (!cfg->dev)
 		die("--dev IFNAME is required");
+	if (cfg->latency_stamp && cfg->pkt_len - FCS_LEN < TG_HDRS_LEN + sizeof(struct latency_stamp))
+		die("--latency-stamp needs --pkt-len >= %zu (headers + the %zu-byte stamp + FCS)",
+		    TG_HDRS_LEN + sizeof(struct latency_stamp) + FCS_LEN, sizeof(struct latency_stamp));
 	if (!have_src_mac || !have_dst_mac || !have_src_ip || !have_dst_ip)
 		die("--src-mac, --dst-mac, --src-ip and --dst-ip are required");
 	if (cfg->port_base + cfg->flows - 1 > MAX_PORT)
@@ -342,7 +359,7 @@ static const char *find_obj(const struct config *cfg, char *buf, size_t size)
 	return NULL;
 }
 
-/* Open and load the generator program with egress_ifindex set. */
+/* Open and load the generator program with egress_ifindex (and stamp_latency) set. */
 static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *cursor_fd)
 {
 	struct bpf_program *prog;
@@ -350,7 +367,7 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 	struct bpf_map *map;
 	char path_buf[PATH_MAX];
 	const char *path = find_obj(cfg, path_buf, sizeof(path_buf));
-	bool set = false;
+	bool set = false, stamp_set = false;
 	int err;
 
 	obj = bpf_object__open_file(path, NULL);
@@ -387,6 +404,11 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 				*(__u32 *)(data + vs->offset) = cfg->ifindex;
 				set = true;
 			}
+			if (!strcmp(btf__name_by_offset(btf, var->name_off), STAMP_VAR_NAME) &&
+			    vs->offset + sizeof(__u32) <= size) {
+				*(__u32 *)(data + vs->offset) = cfg->latency_stamp;
+				stamp_set = true;
+			}
 		}
 		if (set && bpf_map__set_initial_value(map, data, size))
 			die("cannot set %s in %s", EGRESS_VAR_NAME, path);
@@ -394,6 +416,9 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 	}
 	if (!set)
 		die("%s has no .rodata variable %s: not the xdplab generator object?", path, EGRESS_VAR_NAME);
+	if (cfg->latency_stamp && !stamp_set)
+		die("%s has no .rodata variable %s: an object older than --latency-stamp (rebuild bpf/)", path,
+		    STAMP_VAR_NAME);
 	err = bpf_object__load(obj);
 	if (err)
 		die("cannot load %s: %s (needs root/CAP_BPF and a kernel with BPF_PROG_RUN live frames, >= 5.18)",
@@ -625,7 +650,8 @@ static void paced_loop(struct sender *s, struct bpf_test_run_opts *opts)
 {
 	double rate = s->cfg->rate_pps / (double)s->cfg->ncpus;
 	double want = rate * PACE_GAP_NS / NSEC_PER_SEC;
-	__u32 base = want > s->cfg->batch ? s->cfg->batch : want < PACE_MIN_BURST ? PACE_MIN_BURST : (__u32)want;
+	__u32 min_burst = s->cfg->latency_stamp ? 1 : PACE_MIN_BURST;
+	__u32 base = want > s->cfg->batch ? s->cfg->batch : want < min_burst ? min_burst : (__u32)want;
 	__u32 burst = base;
 	unsigned long long start, due, now, sent = 0;
 
@@ -737,9 +763,10 @@ static void print_summary(const struct config *cfg, struct sender *senders, unsi
 	for (i = 0; i < n; i++)
 		total += senders[i].sent;
 	printf("{\"type\":\"summary\",\"sent\":%llu,\"elapsed_s\":%.3f,\"pps\":%.0f,\"rate_pps\":%.0f,\"pkt_len\":%u,"
-	       "\"flows\":%u,\"queues\":%u,\"batch\":%u,\"dev\":\"%s\",\"stopped_by\":\"%s\",\"threads\":[",
+	       "\"flows\":%u,\"queues\":%u,\"batch\":%u,\"latency_stamp\":%s,\"dev\":\"%s\",\"stopped_by\":\"%s\","
+	       "\"threads\":[",
 	       total, elapsed, elapsed > 0 ? total / elapsed : 0.0, cfg->rate_pps, cfg->pkt_len, cfg->flows,
-	       cfg->queues, cfg->batch, cfg->dev,
+	       cfg->queues, cfg->batch, cfg->latency_stamp ? "true" : "false", cfg->dev,
 	       stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM" : "duration");
 	for (i = 0; i < n; i++) {
 		printf("%s{\"cpu\":%d,\"queue\":%u,\"flows\":[", i ? "," : "", senders[i].cpu,
