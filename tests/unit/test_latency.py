@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_latency: the sink's bucket layout (bpf/xdp_latency.h) and the merge into an HdrHistogram."""
+
+import os
+import re
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _latency as latency
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def header_text():
+    with open(os.path.join(ROOT, "bpf", "xdp_latency.h")) as f:
+        return f.read()
+
+
+def header_constants():
+    text = header_text()
+    return {m.group(1): m.group(2) for m in re.finditer(r"#define (LATENCY_\w+) (\S+)", text)}
+
+
+def test_layout_mirrors_the_c_header():
+    c = header_constants()
+    assert int(c["LATENCY_SUB_BITS"]) == latency.SUB_BITS
+    assert int(c["LATENCY_MAX_EXP"]) == latency.MAX_EXP
+    assert int(c["LATENCY_MAX_STREAMS"]) == latency.MAX_STREAMS
+    assert int(c["LATENCY_STAMP_MAGIC"].rstrip("U"), 16) == latency.STAMP_MAGIC
+    # struct latency_summary: the fields in the header's order
+    body = header_text().split("struct latency_summary {")[1].split("};")[0]
+    assert tuple(re.findall(r"__u64 (\w+);", body)) == latency.SUMMARY_FIELDS
+    assert latency.STAMP.size == 18  # fits the payload of a 64-byte frame (60 - 42)
+
+
+def test_buckets_cover_100ns_to_10s_contiguously_within_1_percent():
+    prev_high = 0
+    for index in range(latency.BUCKETS):
+        low, high = latency.bucket_bounds(index)
+        assert low == prev_high, index
+        prev_high = high
+        assert latency.bucket_of(low) == index and latency.bucket_of(high - 1) == index
+        if low >= 100:
+            assert (high - low) / low <= 0.01, (index, low, high)
+    assert prev_high == 1 << latency.MAX_EXP >= 10 * 10**9
+    with pytest.raises(ValueError):
+        latency.bucket_of(1 << latency.MAX_EXP)
+
+
+def summary(**kw):
+    out = dict.fromkeys(latency.SUMMARY_FIELDS, 0)
+    out.update(kw)
+    return out
+
+
+def test_statistics_from_buckets():
+    # 900 frames near 2 us, 100 near 50 us: p50 ~ 2 us, p99 ~ 50 us, 90 % under 10 us
+    buckets = {latency.bucket_of(2000): 900, latency.bucket_of(50_000): 100}
+    s = summary(count=1000, sum_ns=900 * 2000 + 100 * 50_000, min_ns=1990, max_ns=50_100)
+    out = latency.statistics(buckets, s, streams=[(1000, 1)], sent=1002, seconds=10.0)
+    assert out["p50_ns"] == pytest.approx(2000, rel=0.01)
+    assert out["p90_ns"] == pytest.approx(2000, rel=0.01)
+    assert out["p99_ns"] == pytest.approx(50_000, rel=0.01)
+    assert out["average_ns"] == pytest.approx(6800)
+    assert out["min_ns"] == 1990 and out["max_ns"] == 50_100
+    assert out["share_under_10us"] == pytest.approx(0.9)
+    assert out["lost"] == 2 and out["lost_after_last"] == 2 and out["accounted"] is True
+    assert out["offered_pps"] == pytest.approx(100.2) and out["received_pps"] == pytest.approx(100.0)
+    # the encoded histogram decodes to the same counts
+    hist = latency.decode_hdr(out["histogram"]["encoded"])
+    assert hist.get_total_count() == 1000
+    cdf = latency.cdf_points(out["histogram"]["encoded"])
+    assert cdf[-1][1] == pytest.approx(1.0) and cdf[0][1] == pytest.approx(0.9)
+
+
+def test_sequence_loss_and_empty_sink():
+    s = summary(count=10, sum_ns=10_000, min_ns=1000, max_ns=1000, seq_gaps=3, seq_late=1)
+    out = latency.statistics({latency.bucket_of(1000): 10}, s, streams=[(13, 1), (0, 0)])
+    assert out["lost_in_sequence"] == 2 and out["reordered"] == 1 and out["streams"] == 1
+    assert "lost" not in out  # no sent given: nothing said about what never arrived
+    empty = latency.statistics({}, summary(unstamped=5), sent=5)
+    assert empty["count"] == 0 and empty["p50_ns"] is None and empty["lost"] == 5 and empty["accounted"] is True
+
+
+def test_per_cpu_summaries_and_buckets_are_summed():
+    a = latency.SUMMARY.pack(2, 300, 100, 200, 0, 0, 0, 0, 0, 1)
+    b = latency.SUMMARY.pack(1, 50, 50, 50, 1, 0, 0, 0, 0, 0)
+    idle = latency.SUMMARY.pack(*([0] * len(latency.SUMMARY_FIELDS)))
+    s = latency.sum_summaries([a, b, idle])
+    assert s["count"] == 3 and s["sum_ns"] == 350 and s["min_ns"] == 50 and s["max_ns"] == 200
+    assert s["seq_gaps"] == 1 and s["unstamped"] == 1
+    one, zero = latency.COUNTER.pack(1), latency.COUNTER.pack(0)
+    assert latency.sum_buckets([[zero, zero], [one, one], [zero, one]]) == {1: 2, 2: 1}
+
+
+def test_percentile_keys():
+    assert [latency.percentile_key(p) for p in latency.PERCENTILES] == ["p50", "p90", "p99", "p99_9", "p99_99"]
