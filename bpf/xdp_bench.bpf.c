@@ -12,6 +12,13 @@
  * .rodata holds only touch_mode, count_mode and redirect_ifindex: userspace
  * sets them by name through the BTF datasec, so no string literals or
  * bpf_printk here.
+ *
+ * Built with -DXDPLAB_NO_GLOBAL_DATA it is the non-CO-RE variant for kernels
+ * without global data (before 5.2) or without BTF: touch_mode and count_mode
+ * are compile-time constants (-DXDPLAB_TOUCH_MODE=, -DXDPLAB_COUNT_MODE=),
+ * there is no .rodata, and -DXDPLAB_ONLY_DROP / _PASS / _TX keeps a single
+ * program, so each object is one (action, touch mode, count mode). Redirect
+ * needs redirect_ifindex at run time and has no such variant.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -19,9 +26,17 @@
 
 #include "xdp_bench.h"
 
+#ifdef XDPLAB_NO_GLOBAL_DATA
+#if !defined(XDPLAB_TOUCH_MODE) || !defined(XDPLAB_COUNT_MODE)
+#error "the non-CO-RE variant needs -DXDPLAB_TOUCH_MODE= and -DXDPLAB_COUNT_MODE="
+#endif
+#define touch_mode XDPLAB_TOUCH_MODE
+#define count_mode XDPLAB_COUNT_MODE
+#else
 const volatile __u32 touch_mode = TOUCH_NONE;
 const volatile __u32 redirect_ifindex = 0;
 const volatile __u32 count_mode = COUNT_PROGRAM; /* enum count_mode */
+#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -102,24 +117,34 @@ static __always_inline int handle(struct xdp_md *ctx, int action)
 	return count_and_touch(ctx, action);
 }
 
+#if !defined(XDPLAB_NO_GLOBAL_DATA) || defined(XDPLAB_ONLY_DROP)
 SEC("xdp")
 int xdp_bench_drop(struct xdp_md *ctx)
 {
 	return handle(ctx, XDP_DROP);
 }
 
+#endif
+
+#if !defined(XDPLAB_NO_GLOBAL_DATA) || defined(XDPLAB_ONLY_PASS)
 SEC("xdp")
 int xdp_bench_pass(struct xdp_md *ctx)
 {
 	return handle(ctx, XDP_PASS);
 }
 
+#endif
+
+#if !defined(XDPLAB_NO_GLOBAL_DATA) || defined(XDPLAB_ONLY_TX)
 SEC("xdp")
 int xdp_bench_tx(struct xdp_md *ctx)
 {
 	return handle(ctx, XDP_TX);
 }
 
+#endif
+
+#ifndef XDPLAB_NO_GLOBAL_DATA
 SEC("xdp")
 int xdp_bench_redirect(struct xdp_md *ctx)
 {
@@ -129,5 +154,6 @@ int xdp_bench_redirect(struct xdp_md *ctx)
 		return action;
 	return bpf_redirect(redirect_ifindex, 0);
 }
+#endif
 
 char _license[] SEC("license") = "GPL";
