@@ -53,6 +53,20 @@ MAP_TYPE_NAMES = {
     27: "ringbuf",
 }
 
+BPF_PROG_TYPE_SOCKET_FILTER = 1
+BPF_PROG_TYPE_XDP = 6
+PROG_TYPE_NAMES = {
+    0: "unspec",
+    1: "socket_filter",
+    2: "kprobe",
+    3: "sched_cls (tc)",
+    4: "sched_act",
+    5: "tracepoint",
+    6: "xdp",
+    7: "perf_event",
+    8: "cgroup_skb",
+}
+
 BTF_KIND_VAR = 14
 BTF_KIND_DATASEC = 15
 BPF_OBJ_NAME_LEN = 16
@@ -140,6 +154,30 @@ class _BpfMapInfo(ctypes.Structure):
     ]
 
 
+class _BpfInsn(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("regs", ctypes.c_uint8), ("off", ctypes.c_int16), ("imm", ctypes.c_int32)]
+
+
+class _BpfTestRunOpts(ctypes.Structure):
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("data_in", ctypes.c_void_p),
+        ("data_out", ctypes.c_void_p),
+        ("data_size_in", ctypes.c_uint32),
+        ("data_size_out", ctypes.c_uint32),
+        ("ctx_in", ctypes.c_void_p),
+        ("ctx_out", ctypes.c_void_p),
+        ("ctx_size_in", ctypes.c_uint32),
+        ("ctx_size_out", ctypes.c_uint32),
+        ("retval", ctypes.c_uint32),
+        ("repeat", ctypes.c_int),
+        ("duration", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("cpu", ctypes.c_uint32),
+        ("batch_size", ctypes.c_uint32),
+    ]
+
+
 class _BtfType(ctypes.Structure):
     _fields_ = [("name_off", ctypes.c_uint32), ("info", ctypes.c_uint32), ("size_or_type", ctypes.c_uint32)]
 
@@ -203,6 +241,10 @@ def load_library():
     lib.xdplab_get_info = _signature(lib, info_name, i, [i, vp, ctypes.POINTER(u32)])
     _signature(lib, "bpf_map_lookup_elem", i, [i, vp, vp])
     _signature(lib, "libbpf_num_possible_cpus", i, [])
+    _signature(lib, "bpf_program__type", i, [vp])
+    _signature(lib, "bpf_map_create", i, [i, cp, u32, u32, u32, vp])
+    _signature(lib, "bpf_prog_load", i, [i, cp, cp, ctypes.POINTER(_BpfInsn), ctypes.c_size_t, vp])
+    _signature(lib, "bpf_prog_test_run_opts", i, [i, ctypes.POINTER(_BpfTestRunOpts)])
     _LIB = lib
     return lib
 
@@ -301,6 +343,11 @@ class BpfObject:
             _check(self.lib.bpf_program__set_autoload(prog, prog == wanted), "bpf_program__set_autoload")
             prog = self.lib.bpf_object__next_program(self.obj, prog)
         return wanted
+
+    def program_type(self, name):
+        """(type number, type name) of program ``name``, from its ELF section (SEC("xdp") is xdp)."""
+        ptype = self.lib.bpf_program__type(self.find_program(name))
+        return ptype, PROG_TYPE_NAMES.get(ptype, f"type {ptype}")
 
     def program_fd(self, prog):
         return _check(self.lib.bpf_program__fd(prog), "program has no fd (not loaded)")
@@ -583,3 +630,66 @@ def find_prog_map(prog_id, name=None, suffix=None):
         if (name is not None and info["name"] == name) or (suffix is not None and info["name"].endswith(suffix)):
             return info
     return None
+
+
+# --- kernel features ---------------------------------------------------------
+BTF_VMLINUX = "/sys/kernel/btf/vmlinux"
+
+
+def _insn(code, dst=0, src=0, off=0, imm=0):
+    return _BpfInsn(code=code, regs=(dst & 0xF) | ((src & 0xF) << 4), off=off, imm=imm)
+
+
+def probe_global_data():
+    """Does the kernel take global data (a program addressing an array map's value, BPF_PSEUDO_MAP_VALUE, 5.2+)?
+
+    The same probe as libbpf's FEAT_GLOBAL_DATA: an array map, then an XDP program of 4 instructions that
+    stores into the map's value through ``ld_imm64 r1, map_value``. True if the kernel loads it, False if it
+    refuses it (EINVAL on a kernel before 5.2); other failures (EPERM: not root) raise LibbpfError.
+    """
+    lib = load_library()
+    map_fd = _check(lib.bpf_map_create(BPF_MAP_TYPE_ARRAY, b"xdplab_probe", 4, 32, 1, None), "bpf_map_create (probe)")
+    try:
+        pseudo_map_value, ld_imm64, st_mem_dw, mov64_imm, exit_ = 2, 0x18, 0x7A, 0xB7, 0x95
+        insns = (_BpfInsn * 5)(
+            _insn(ld_imm64, dst=1, src=pseudo_map_value, imm=map_fd),
+            _insn(0, imm=16),  # second half of ld_imm64: the offset in the value
+            _insn(st_mem_dw, dst=1, off=0, imm=42),
+            _insn(mov64_imm, dst=0, imm=0),
+            _insn(exit_),
+        )
+        ctypes.set_errno(0)
+        with capture_stderr():
+            fd = lib.bpf_prog_load(BPF_PROG_TYPE_XDP, b"xdplab_probe", b"GPL", insns, len(insns), None)
+        if fd >= 0:
+            os.close(fd)
+            return True
+        if -fd in (_errno.EPERM, _errno.EACCES):
+            raise LibbpfError("probing global data (bpf_prog_load) needs root (CAP_BPF)", errno=-fd)
+        return False
+    finally:
+        _close(map_fd)
+
+
+def kernel_features():
+    """What the running kernel offers the lab's programs: release, BTF of vmlinux, global data (probed)."""
+    return {
+        "release": os.uname().release,
+        "btf_vmlinux": os.path.exists(BTF_VMLINUX),
+        "global_data": probe_global_data(),
+    }
+
+
+def test_run(prog_fd, data, repeat=1):
+    """BPF_PROG_RUN: run prog_fd ``repeat`` times on ``data``; returns (return value, output frame)."""
+    lib = load_library()
+    buf_in = ctypes.create_string_buffer(bytes(data), len(data))
+    buf_out = ctypes.create_string_buffer(len(data) + 256)
+    opts = _BpfTestRunOpts(sz=ctypes.sizeof(_BpfTestRunOpts))
+    opts.data_in = ctypes.cast(buf_in, ctypes.c_void_p)
+    opts.data_size_in = len(data)
+    opts.data_out = ctypes.cast(buf_out, ctypes.c_void_p)
+    opts.data_size_out = len(buf_out)
+    opts.repeat = repeat
+    _check(lib.bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts)), f"BPF_PROG_RUN of program fd {prog_fd}")
+    return opts.retval, buf_out.raw[: opts.data_size_out]

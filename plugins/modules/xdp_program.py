@@ -23,6 +23,14 @@ description:
     is recorded at attach time in O(state_dir)/prog-ID.json, keyed by the kernel's program id, which is unique
     across network namespaces; the record also holds the program tag and load time and is ignored when they do
     not match. A program attached by something else (no record) is therefore always replaced.
+  - On a kernel without BTF (no C(/sys/kernel/btf/vmlinux)) or without global data (before 5.2; probed by
+    loading a 4-instruction program that stores into an array map's value), the C(.rodata) variables cannot be
+    set at load time. With O(variant=auto) the module then loads the non-CO-RE variant instead: the object
+    C(DIR/nocore/PROGRAM-VAR1VALUE1-VAR2VALUE2.bpf.o) next to O(object) (variables in name order, for example
+    C(nocore/xdp_bench_drop-count_mode0-touch_mode1.bpf.o)), built with the settings as compile-time
+    constants by C(make -C bpf nocore install-nocore) or role M(xdplab.testbed.bpf_programs) (its
+    C(bpf_programs_nocore)). The return value RV(variant) and the attach record say which ran.
+  - A program that is not an XDP program (for example a C(SEC("tc")) one) is refused before anything changes.
   - Works inside a network namespace (for example under C(ip netns exec) or the C(xdplab.testbed.netns)
     connection); the interface name is resolved in the namespace the module runs in.
 extends_documentation_fragment: []
@@ -70,6 +78,15 @@ options:
       - Variables not given keep the value compiled into the object.
     type: dict
     default: {}
+  variant:
+    description:
+      - Which build of the program to load. V(core) is O(object) with its C(.rodata) variables set at load time;
+        V(nocore) is its non-CO-RE variant (see the description) with the variables compiled in; V(auto) picks
+        V(nocore) when the kernel lacks BTF or global data, else V(core).
+      - With V(nocore), every variable the variant does not compile in must keep the value O(object) has.
+    type: str
+    choices: [auto, core, nocore]
+    default: auto
   state_dir:
     description:
       - Directory for the attach records (object checksum per program id). C(/run) is a tmpfs, so records
@@ -150,6 +167,21 @@ variables:
   returned: always
   type: dict
   sample: {touch_mode: 1, redirect_ifindex: 0}
+variant:
+  description: Which build was loaded, V(core) or V(nocore) (null after O(state=absent)).
+  returned: always
+  type: str
+  sample: nocore
+object:
+  description: The object file the attached program was loaded from (the non-CO-RE variant's file for V(nocore)).
+  returned: always
+  type: str
+  sample: /usr/local/lib/xdplab/lib/bpf/nocore/xdp_bench_drop-count_mode0-touch_mode1.bpf.o
+kernel_features:
+  description: What the kernel offers, as probed for O(variant=auto) (empty otherwise).
+  returned: always
+  type: dict
+  sample: {release: 6.1.192-xdplab-nobtf, btf_vmlinux: false, global_data: true}
 previous:
   description: The program that was attached before this run (null if none).
   returned: always
@@ -212,6 +244,29 @@ def file_sha256(path):
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+NOCORE_DIR = "nocore"
+
+
+def nocore_path(directory, program, compiled):
+    """The non-CO-RE variant file of ``program`` with the compiled-in variables ``compiled`` (name -> int)."""
+    suffix = "".join(f"-{name}{int(value)}" for name, value in sorted(compiled.items()))
+    return os.path.join(directory, NOCORE_DIR, f"{program}{suffix}.bpf.o")
+
+
+def nocore_variables(directory, program):
+    """Names of the variables compiled into the non-CO-RE variants of ``program`` (from the file names), or None."""
+    try:
+        names = sorted(os.listdir(os.path.join(directory, NOCORE_DIR)))
+    except OSError:
+        return None
+    prefix = program + "-"
+    for fname in names:
+        if fname.startswith(prefix) and fname.endswith(".bpf.o"):
+            parts = fname[len(prefix) : -len(".bpf.o")].split("-")
+            return sorted(part.rstrip("0123456789") for part in parts)
+    return None
 
 
 def kernel_name(name):
@@ -277,7 +332,7 @@ class XdpProgram:
         self.params = module.params
         self.interface = self.params["interface"]
         self.records = AttachRecords(self.params["state_dir"])
-        self.result = {"changed": False, "interface": self.interface}
+        self.result = {"changed": False, "interface": self.interface, "kernel_features": {}}
         try:
             self.ifindex = interface_index(self.interface)
         except ValueError as exc:
@@ -308,6 +363,8 @@ class XdpProgram:
         layout = rec.get("layout") or {}
         if raw and layout:
             variables = libbpf.decode_variables(raw, {k: tuple(v) for k, v in layout.items()})
+        elif rec.get("variant") == "nocore":
+            variables = dict(rec.get("variables") or {})
         return {
             "id": prog_id,
             "tag": info["tag"],
@@ -317,6 +374,7 @@ class XdpProgram:
             "object": rec.get("object"),
             "rodata": raw,
             "variables": variables,
+            "variant": rec.get("variant", "core" if rec else None),
         }
 
     @staticmethod
@@ -326,7 +384,7 @@ class XdpProgram:
         return {"program": desc["name"], "mode": desc["mode"], "variables": desc["variables"]}
 
     def report(self, desc):
-        keys = ("id", "tag", "name", "mode", "object_sha256", "variables")
+        keys = ("id", "tag", "name", "mode", "object_sha256", "variables", "variant", "object")
         for key in keys:
             self.result[key] = desc.get(key) if desc else None
         if desc is None:
@@ -346,18 +404,65 @@ class XdpProgram:
             self.fail(f"{exc}. {exc.log_tail(10)}".strip())
         return obj
 
+    def pick_variant(self):
+        """'core' or 'nocore', as O(variant) says or, for auto, as the kernel's features say."""
+        self.result["kernel_features"] = {}
+        if self.params["variant"] != "auto":
+            return self.params["variant"]
+        features = libbpf.kernel_features()
+        self.result["kernel_features"] = features
+        return "core" if features["btf_vmlinux"] and features["global_data"] else "nocore"
+
+    def nocore_object(self, obj, program, defaults, variables):
+        """Path of the non-CO-RE variant for these variables; fails naming what is missing."""
+        directory = os.path.dirname(os.path.abspath(obj.path))
+        why = self.nocore_reason()
+        compiled = nocore_variables(directory, program)
+        if compiled is None:
+            self.fail(
+                f"no non-CO-RE variant of {program} in {os.path.join(directory, NOCORE_DIR)}{why}; build them with "
+                f"role xdplab.testbed.bpf_programs (bpf_programs_nocore: true) or make -C bpf nocore install-nocore"
+            )
+        fixed = sorted(n for n in variables if n not in compiled and variables[n] != defaults.get(n))
+        if fixed:
+            self.fail(
+                f"the non-CO-RE variant of {program}{why} compiles in only {', '.join(compiled)}: "
+                f"{', '.join(f'{n}={variables[n]}' for n in fixed)} cannot be set without global data (.rodata, 5.2+)"
+            )
+        path = nocore_path(directory, program, {n: variables.get(n, defaults.get(n, 0)) for n in compiled})
+        if not os.path.isfile(path):
+            self.fail(
+                f"no non-CO-RE variant {path} for {program} with these variables{why}; variants are built for "
+                f"the values of bpf/Makefile's NOCORE_* lists"
+            )
+        return path
+
+    def nocore_reason(self):
+        feats = self.result.get("kernel_features") or {}
+        lacks = [what for key, what in (("btf_vmlinux", "BTF"), ("global_data", "global data")) if feats and not feats[key]]
+        return f" (kernel {feats['release']} has no {' and no '.join(lacks)})" if lacks else ""
+
+    def check_program(self, obj, program):
+        names = obj.program_names()
+        if program not in names:
+            self.fail(f"program {program} is not in {obj.path}; programs in the object: {', '.join(names)}")
+        _ptype, type_name = obj.program_type(program)
+        if _ptype != libbpf.BPF_PROG_TYPE_XDP:
+            xdp = [n for n in names if obj.program_type(n)[0] == libbpf.BPF_PROG_TYPE_XDP]
+            self.fail(
+                f"program {program} in {obj.path} is a {type_name} program, not an XDP program "
+                f'(its section must be SEC("xdp")); XDP programs in the object: {", ".join(xdp) or "(none)"}'
+            )
+
     def present(self):
         program, mode = self.params["program"], self.params["mode"]
         try:
             wanted_vars = resolve_variables(self.params["variables"])
         except ValueError as exc:
             self.fail(str(exc))
-        sha = file_sha256(self.params["object"]) if os.path.isfile(self.params["object"]) else None
         obj = self.open_object()
         try:
-            names = obj.program_names()
-            if program not in names:
-                self.fail(f"program {program} is not in {obj.path}; programs in the object: {', '.join(names)}")
+            self.check_program(obj, program)
             layout = obj.datasec_layout()
             unknown = sorted(set(wanted_vars) - set(layout))
             if unknown:
@@ -365,14 +470,28 @@ class XdpProgram:
                     f"unknown .rodata variable(s) {', '.join(unknown)} for {obj.path}; "
                     f"variables: {', '.join(sorted(layout)) or '(none)'}"
                 )
-            variables = dict(obj.rodata_variables(), **wanted_vars)
-            desired = {"name": program, "mode": mode, "variables": variables, "object_sha256": sha}
+            defaults = obj.rodata_variables()
+            variables = dict(defaults, **wanted_vars)
+            variant = self.pick_variant()
+            if variant == "nocore":
+                path = self.nocore_object(obj, program, defaults, variables)
+                obj.close()
+                obj = libbpf.BpfObject(path)
+                self.check_program(obj, program)
+                layout = {}
+            sha = file_sha256(obj.path)
+            desired = {
+                "name": program,
+                "mode": mode,
+                "variables": variables,
+                "object_sha256": sha,
+                "variant": variant,
+                "object": os.path.abspath(obj.path),
+            }
             before = self.current()
-            if before and not before["variables"]:
+            if before and not before["variables"] and layout:
                 before["variables"] = libbpf.decode_variables(before["rodata"], layout)
-            self.result["previous"] = (
-                {"id": before["id"], "name": before["name"], "mode": before["mode"]} if before else None
-            )
+            self.result["previous"] = {"id": before["id"], "name": before["name"], "mode": before["mode"]} if before else None
             if before and self.same(before, desired, layout):
                 self.report(before)
                 if not self.module.check_mode:
@@ -394,13 +513,17 @@ class XdpProgram:
             return False
         if kernel_name(before["name"]) != kernel_name(desired["name"]) or before["mode"] != desired["mode"]:
             return False
+        if desired["variant"] == "nocore":
+            # the variant file (its checksum) holds the compiled-in values; the record says which were asked
+            return before["variant"] == "nocore" and before["variables"] == desired["variables"]
         current_vars = libbpf.decode_variables(before["rodata"], layout)
         return current_vars == desired["variables"]
 
     def attach(self, obj, desired, layout, before):
         mode = desired["mode"]
         try:
-            obj.set_rodata(desired["variables"])
+            if desired["variant"] == "core":
+                obj.set_rodata(desired["variables"])
             prog = obj.only_load(desired["name"])
             obj.load()
         except libbpf.LibbpfError as exc:
@@ -442,6 +565,7 @@ class XdpProgram:
                 "interface": self.interface,
                 "ifindex": self.ifindex,
                 "variables": desired["variables"],
+                "variant": desired["variant"],
                 "layout": {k: list(v) for k, v in layout.items()},
             },
         )
@@ -471,9 +595,7 @@ class XdpProgram:
     # --- state=absent -----------------------------------------------------
     def absent(self):
         before = self.current() if self.ifindex else None
-        self.result["previous"] = (
-            {"id": before["id"], "name": before["name"], "mode": before["mode"]} if before else None
-        )
+        self.result["previous"] = {"id": before["id"], "name": before["name"], "mode": before["mode"]} if before else None
         self.report(None)
         self.result["mode"] = None
         if not before:
@@ -514,6 +636,7 @@ def main():
             "mode": {"type": "str", "choices": ["native", "skb", "hw"], "default": "native"},
             "variables": {"type": "dict", "default": {}},
             "state_dir": {"type": "path", "default": "/run/xdplab/xdp"},
+            "variant": {"type": "str", "choices": ["auto", "core", "nocore"], "default": "auto"},
         },
         required_if=[("state", "present", ("object", "program"))],
         supports_check_mode=True,
