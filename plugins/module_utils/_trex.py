@@ -13,6 +13,8 @@ Shapes read here are those of the T-Rex stateless Python client (trex.stl.api.ST
   tx_bps, rx_bps, tx_bps_L1, rx_bps_L1, tx_util, rx_util}, 'total': {same keys}, 'global': {tx_pps,
   rx_pps, rx_drop_bps, queue_full, cpu_util, ...}, 'flow_stats': ..., 'latency': ...}``
   (trex/common/stats/trex_port_stats.py PortStats.to_dict, trex_global_stats.py GlobalStats.to_dict).
+  Every port of the server is in it whatever ``ports`` asks for, and ``total`` sums them all
+  (trex/common/trex_client.py _get_stats_common), not only the run's TX and RX ports.
 - ``get_pgid_stats([pg_id])``: ``{'latency': {pg_id: {'latency': {average, jitter, total_max, total_min,
   last_max, histogram: {bucket_start_usec: count}}, 'err_cntrs': {dropped, out_of_order, dup,
   seq_too_high, seq_too_low}}, 'global': {old_flow, bad_hdr}}, 'flow_stats': {pg_id: {tx_pkts: {port:
@@ -41,8 +43,19 @@ DEFAULT_BELOW_US = (10, 100)
 TREX_EXTRA = ("received", "rx_pps", "ports", "total", "drops", "global", "mult", "latency", "stopped_by", "warmup_s",
               "tx_ports", "rx_ports", "profile", "tunables", "warnings")  # fmt: skip
 INTERACTIVE_SUBDIR = "automation/trex_control_plane/interactive"
-# files that say "the stateless Python client is here": v2.4x layout and v2.5x+ (trex.stl.api) layout
-CLIENT_MARKERS = ("trex/stl/api.py", "trex_stl_lib/api.py")
+# the file that says "the stateless Python client is here" (releases since v2.5x: trex.stl.api; the
+# trex_stl_lib package beside it is only a compatibility alias of trex.stl)
+CLIENT_MARKERS = ("trex/stl/api.py",)
+# the v2.4x layout (automation/trex_control_plane/stl/trex_stl_lib/api.py), refused by check_install
+V24_CLIENT = "automation/trex_control_plane/stl/trex_stl_lib/api.py"
+# the oldest release the profiles and the runner are written for: argv-style tunables in STLProfile.load_py
+# and the ZMQ protocol of 2.88 (trex-core doc/release_notes.asciidoc, "Release 2.88")
+MIN_VERSION = (2, 88)
+# newest Python each release's client imports on (read in trex-core): up to v3.07 trex/stl/trex_stl_streams.py
+# does `import imp` (gone in Python 3.12); v3.08 (commit 8d133ac9 "python3.12 support") imports importlib, but
+# its bundled scapy 2.4.3 (scapy/themes.py) still does `import cgi` (gone in Python 3.13)
+PYTHON_MAX = (((3, 8), (3, 12)), ((0, 0), (3, 11)))
+VERSION_RE = re.compile(r"^v(?P<major>[0-9]+)\.(?P<minor>[0-9]+)$")
 
 
 class TrexError(Exception):
@@ -55,11 +68,23 @@ def valid_pci(address):
     return isinstance(address, str) and bool(PCI_RE.match(address))
 
 
+def normalize_mult(mult):
+    """The multiplier as STLClient.start(mult=...) takes it: lowercase, no surrounding blanks ("10Mpps " -> "10mpps").
+
+    The client's decode_multiplier (trex/utils/parsing_opts.py) matches lowercase units only and no blanks;
+    pass this string on, not the one given. Raises TrexError like parse_mult.
+    """
+    text = str(mult).strip().lower()
+    parse_mult(text)
+    return text
+
+
 def parse_mult(mult):
     """Split a T-Rex multiplier string ("10mpps", "100%", "2", "40gbps") into (value, unit).
 
-    The unit is "" for a plain factor of the profile's own rate. Raises TrexError for anything the
-    T-Rex console and STLClient.start(mult=...) would refuse.
+    The unit is "" for a plain factor of the profile's own rate. Case and surrounding blanks are
+    forgiven here, so send normalize_mult(mult) to T-Rex. Raises TrexError for anything the T-Rex
+    console and STLClient.start(mult=...) would refuse, and for 0 and more than 100%.
     """
     text = str(mult).strip().lower()
     match = MULT_RE.match(text)
@@ -87,8 +112,7 @@ def mult_for(rate_pps, default_mult):
     """The multiplier for a run: rate_pps > 0 wins (as "<n>pps"), else default_mult (validated)."""
     if rate_pps and rate_pps > 0:
         return "%dpps" % round(rate_pps)
-    parse_mult(default_mult)
-    return str(default_mult)
+    return normalize_mult(default_mult)
 
 
 def client_path(trex_dir):
@@ -96,8 +120,46 @@ def client_path(trex_dir):
     return "%s/%s" % (trex_dir.rstrip("/"), INTERACTIVE_SUBDIR)
 
 
+def parse_version(name):
+    """(major, minor) of a release name like v3.04, or None for anything else (e.g. a directory not named so)."""
+    match = VERSION_RE.match(str(name))
+    return (int(match.group("major")), int(match.group("minor"))) if match else None
+
+
+def python_max(version):
+    """The newest Python (major, minor) the client of release `version` ((major, minor)) imports on."""
+    for since, newest in PYTHON_MAX:
+        if tuple(version) >= since:
+            return newest
+    return PYTHON_MAX[-1][1]
+
+
+def check_python(trex_version, python_version, python="python3"):
+    """Raise TrexError when T-Rex trex_version (a name like v3.04) cannot run on Python python_version ((3, 12))."""
+    version = parse_version(trex_version)
+    if version is None:
+        return
+    newest = python_max(version)
+    have = tuple(python_version)[:2]
+    if have > newest:
+        raise TrexError(
+            "T-Rex %s's client does not import on Python %d.%d (%s): releases v2.88..v3.07 run on Python <= 3.11, "
+            "v3.08 and newer on Python <= 3.12; set trex_python to such an interpreter (e.g. /usr/bin/python3.11) or pin "
+            "a release that fits (trex_version)" % (trex_version, have[0], have[1], python)
+        )
+
+
 def check_install(trex_dir, exists):
-    """Raise TrexError unless trex_dir holds t-rex-64 and the stateless client; `exists` is os.path.exists."""
+    """Raise TrexError unless trex_dir holds t-rex-64 and the stateless client; `exists` is os.path.exists.
+
+    A v2.4x release (client under automation/trex_control_plane/stl/trex_stl_lib) is refused with the reason.
+    """
+    if exists("%s/%s" % (trex_dir.rstrip("/"), V24_CLIENT)):
+        raise TrexError(
+            "T-Rex at %s is a v2.4x release (its client is %s/%s): xdplab needs v%d.%d or newer (argv-style "
+            "profile tunables, the interactive client layout and ZMQ protocol of 2.88); install the pinned release with "
+            "the role xdplab.testbed.trex and point trex_dir at it" % ((trex_dir, trex_dir.rstrip("/"), V24_CLIENT) + MIN_VERSION)
+        )
     missing = [p for p in ("%s/t-rex-64" % trex_dir,) if not exists(p)]
     if not any(exists("%s/%s" % (client_path(trex_dir), m)) for m in CLIENT_MARKERS):
         missing.append("%s/{%s}" % (client_path(trex_dir), ",".join(CLIENT_MARKERS)))
@@ -121,7 +183,7 @@ def check_server(server, port, timeout=3.0):
 
 
 def tunables_args(tunables):
-    """The profile tunables as T-Rex >= 2.84 passes them to get_streams(): ["--key", "value", ...]."""
+    """The profile tunables as T-Rex >= 2.88 passes them to get_streams(): ["--key", "value", ...]."""
     args = []
     for key in sorted(tunables):
         value = tunables[key]

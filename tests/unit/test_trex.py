@@ -285,7 +285,6 @@ def test_validate_refuses_bad_input_before_looking_at_the_host():
         ({"src_ip": "198.18.0.300"}, "src_ip='198.18.0.300' is not an IPv4"),
         ({"backend_options": {"ports": ["03:00.0"]}}, "backend_options.ports: '03:00.0' is not a PCI"),
         ({"backend_options": {"mult": "fast"}, "interface": "0"}, "mult='fast' is not a T-Rex multiplier"),
-        ({"backend_options": {"latency": True}, "interface": "0"}, "latency needs the load in packets per second"),
     ]:
         with pytest.raises(GeneratorError, match=msg):
             TrexGenerator(params(**over), None).validate()
@@ -306,12 +305,48 @@ def test_command_for_the_papers_drop_test():
     assert gen.multiplier() == "1000000pps"
 
 
-def test_latency_runs_the_latency_profile_at_absolute_rates():
+def test_latency_takes_any_multiplier_because_t_rex_does_not_scale_the_latency_stream():
+    # issue 13 item 9: a latency stream has a fixed rate (trex_stl_stream.h is_fixed_rate_stream), so the load streams
+    # of udp_latency.py take the multiplier as udp_for_benchmarks.py does, "100%" too
     gen = TrexGenerator(
         params(rate_pps=1e6, backend_options={"ports": ["0000:03:00.0"], "latency": True, "pg_id": 5, "rx_ports": [1]}), None
     )
     gen.port, gen.mult = 0, gen.multiplier()
     joined = " ".join(gen.command())
-    assert gen.mult == "1" and "udp_latency.py" in joined and "--latency-pgid 5" in joined and "--rx-port 1" in joined
-    assert "--tunable load_pps=1000000.0" in joined and "--tunable latency_pps=1000.0" in joined
+    assert gen.mult == "1000000pps" and "udp_latency.py" in joined and "--latency-pgid 5" in joined and "--rx-port 1" in joined
+    assert "load_pps" not in joined and "--tunable latency_pps=1000.0" in joined
     assert "--percentile 99.9" in joined
+    gen = TrexGenerator(params(backend_options={"ports": ["0000:03:00.0"], "latency": True, "mult": "100%"}), None)
+    assert gen.multiplier() == "100%"
+
+
+def test_a_multiplier_is_passed_on_as_the_client_decodes_it():
+    # issue 13 item 3: the string given was passed on; the client's decode_multiplier takes lowercase only
+    gen = TrexGenerator(params(backend_options={"ports": ["0000:03:00.0"], "mult": " 10Mpps"}), None)
+    gen.port, gen.mult = 0, gen.multiplier()
+    assert gen.mult == "10mpps" and "--mult 10mpps " in " ".join(gen.command())
+
+
+def test_a_v2_4x_release_is_refused_with_the_reason(tmp_path):
+    # issue 13 item 6: v2.4x's layout was reported as "not installed"
+    (tmp_path / "t-rex-64").write_text("")
+    api = tmp_path / trex.V24_CLIENT
+    api.parent.mkdir(parents=True)
+    api.write_text("")
+    with pytest.raises(trex.TrexError, match=r"is a v2\.4x release .*stl/trex_stl_lib/api\.py.*needs v2\.88 or newer"):
+        trex.check_install(str(tmp_path), os.path.exists)
+
+
+@pytest.mark.parametrize(
+    "version, python, ok",
+    [("v3.04", (3, 11), True), ("v3.04", (3, 12), False), ("v3.07", (3, 12), False), ("v3.08", (3, 12), True),
+     ("v3.08", (3, 13), False), ("v2.89", (3, 9), True), ("trex", (3, 13), True)],
+)  # fmt: skip
+def test_the_python_a_release_imports_on(version, python, ok):
+    # issue 13 item 5: v3.04..v3.07 `import imp` (gone in 3.12); v3.08's bundled scapy `import cgi` (gone in 3.13)
+    if ok:
+        trex.check_python(version, python)
+        return
+    message = r"T-Rex %s's client does not import on Python %d\.%d .*<= 3\.11.*<= 3\.12" % ((version,) + python)
+    with pytest.raises(trex.TrexError, match=message):
+        trex.check_python(version, python, "/usr/bin/python3")

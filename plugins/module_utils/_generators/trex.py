@@ -145,19 +145,9 @@ class TrexGenerator:
             raise GeneratorError(str(exc)) from None
 
     def multiplier(self):
-        o, rate = self.opts, self.p.get("rate_pps") or 0
-        if o["latency"]:
-            # udp_latency.py gives each stream its absolute rate; the load comes from rate_pps (or a pps mult)
-            if not rate:
-                rate = trex.mult_pps(o["mult"]) if o["mult"] != "100%" else None
-                if not rate:
-                    raise GeneratorError(
-                        "backend trex with latency needs the load in packets per second: set rate_pps "
-                        "(or backend_options.mult like 1mpps); a %% of line rate cannot be split from the latency stream"
-                    )
-            self.load_pps = rate
-            return "1"
-        return trex.mult_for(rate, o["mult"])
+        # with latency on too: T-Rex does not scale a latency stream by the multiplier (a fixed-rate stream), so
+        # udp_latency.py's load streams take any multiplier and a pps one is the total with the latency stream's rate
+        return trex.mult_for(self.p.get("rate_pps") or 0, self.opts["mult"])
 
     def profile_path(self):
         o = self.opts
@@ -171,7 +161,7 @@ class TrexGenerator:
             if p.get(key):
                 t[key] = p[key]
         if o["latency"]:
-            t.update(pg_id=o["pg_id"], latency_pps=o["latency_pps"], load_pps=self.load_pps)
+            t.update(pg_id=o["pg_id"], latency_pps=o["latency_pps"])
         t.update(o["tunables"])
         return t
 

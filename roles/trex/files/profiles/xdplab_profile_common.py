@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Shared code of the xdplab T-Rex stateless profiles (imported from the profile's directory).
 
-Tunables reach get_streams() in two ways: T-Rex >= 2.84 passes `tunables` as an argv-style list
-("--packet_len", "64", ...), older releases pass them as keyword arguments (packet_len=64). Both are
-accepted. `packet_len` is the frame length on the wire INCLUDING the 4-byte FCS (64 is the paper's
+Tunables reach get_streams() in two ways: T-Rex >= 2.88 passes `tunables` as an argv-style list
+("--packet_len", "64", ...) (STLProfile.load_py), older releases pass them as keyword arguments
+(packet_len=64). Both are accepted. `packet_len` is the frame length on the wire INCLUDING the 4-byte FCS (64 is the paper's
 size), the same meaning as xdplab.testbed.traffic_generator's packet_len: the NIC appends the FCS,
 so the packet built here is packet_len - 4 bytes.
 """
@@ -70,12 +70,10 @@ def ipv4_add(address, n):
 
 def frame(args, dst_ip, dport, payload_fill=b"x"):
     """One frame without FCS, padded to packet_len - 4 bytes."""
-    eth = (
-        Ether(src=args.src_mac, dst=args.dst_mac)
-        if args.src_mac and args.dst_mac
-        else (Ether(dst=args.dst_mac) if args.dst_mac else Ether())
-    )
-    pkt = eth / IP(src=args.src_ip, dst=dst_ip) / UDP(sport=args.src_port, dport=dport)
+    # only the MACs given: scapy fills an unset field itself (T-Rex's scapy 2.4.3 puts 00:00:00:02:00:00 into
+    # an unset src), and the stream then takes that field from trex_cfg.yaml (see stream())
+    macs = {key: value for key, value in (("src", args.src_mac), ("dst", args.dst_mac)) if value}
+    pkt = Ether(**macs) / IP(src=args.src_ip, dst=dst_ip) / UDP(sport=args.src_port, dport=dport)
     pad = args.packet_len - FCS_LEN - len(pkt)
     if pad > 0:
         pkt = pkt / (payload_fill * pad)
