@@ -24,6 +24,8 @@ import copy
 import datetime
 import math
 
+from ansible_collections.xdplab.testbed.plugins.module_utils import _tcp
+
 SCHEMA_VERSION = 1
 # versions this code reads (None: a record written before the schema existed, read as legacy)
 READABLE_SCHEMAS = (1,)
@@ -323,6 +325,7 @@ def build_record(
     link_speed_gbit=None,
     failure=None,
     finished_at=None,
+    tcp=None,
 ):
     """The trial record (docs/trial_record.schema.json) of one trial. Raises RecordError naming a bad input.
 
@@ -368,6 +371,14 @@ def build_record(
         rec["result"] = meas
     if gen is not None:
         rec["generator"] = gen
+    if tcp is not None and meas is not None:
+        # the TCP experiment's section (_tcp.tcp_section): goodput, retransmits, CPU split, CPU per Gbit/s
+        try:
+            rec["tcp"] = _tcp.tcp_section(
+                tcp, meas.get("cpu_busy"), meas.get("cpu"), meas.get("cpu_usage"), (prov.get("dut") or {}).get("driver")
+            )
+        except _tcp.TcpError as exc:
+            raise RecordError(str(exc)) from None
     if ok:
         speed = link_speed_of(rec, link_speed_gbit)
         rec["loss"] = loss_verdict(meas["pps"], generator, meas["window"], kept_up_share, speed, point.get("packet_len"))

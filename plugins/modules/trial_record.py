@@ -84,6 +84,13 @@ options:
         C(egress), C(intervals), C(version), C(command), ...). Required with O(status=ok). The record keeps it without
         its per-interval records, which only serve to take the offered load over the measurement's window.
     type: dict
+  tcp:
+    description:
+      - The TCP experiment's trial (playbooks/xdp_pass_tcp.yml) - the iperf3 client's result (the generator summary's
+        C(tcp)) with the DUT port's driver counter rates as C(driver_rates). The record's C(tcp) section gets it with
+        the DUT's CPU split (user, system, softirq), CPU per Gbit/s and the driver's page/cache counters
+        (plugins/module_utils/_tcp.py). Other experiments leave it out.
+    type: dict
   provenance:
     description:
       - What the trial ran on - C(dut), C(system), C(program), C(generator), C(trial) (warm-up, interval, samples),
@@ -232,6 +239,7 @@ class TrialRecorder:
                 kept_up_share=p["kept_up_share"],
                 link_speed_gbit=p["link_speed_gbit"],
                 failure=p["failure"],
+                tcp=p["tcp"],
             )
         except _record.RecordError as exc:
             self.module.fail_json(msg="trial_record: %s" % exc)
@@ -334,6 +342,7 @@ def main():
             measurement=dict(type="dict"),
             cpu=dict(type="dict"),
             generator=dict(type="dict"),
+            tcp=dict(type="dict"),
             provenance=dict(type="dict", default={}),
             kept_up_share=dict(type="float", default=_record.KEPT_UP_SHARE),
             link_speed_gbit=dict(type="float"),

@@ -12,18 +12,21 @@ summary in one shape, whatever produced the packets:
 
 `egress.refused` counts frames the egress device could not hand on (on veth: the
 DUT's ring was full, i.e. loss caused by the DUT). Backends register in BACKENDS;
-the xdp_live backend runs on the virtual lab, T-Rex joins on hardware.
+the xdp_live backend runs on the virtual lab, T-Rex joins on hardware; iperf3 offers TCP streams
+(the TCP experiment: its summary also carries `tcp`, the client's goodput and retransmits).
 """
 
 from __future__ import annotations
 
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.iperf3 import Iperf3Generator
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.trex import TrexGenerator
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.xdp_live import XdpLiveGenerator
 
 BACKENDS = {
     XdpLiveGenerator.name: XdpLiveGenerator,
     TrexGenerator.name: TrexGenerator,
+    Iperf3Generator.name: Iperf3Generator,
 }
 
 __all__ = ["BACKENDS", "GeneratorError", "backend_for", "backend_names"]
