@@ -245,6 +245,7 @@ def load_library():
     _signature(lib, "bpf_map_create", i, [i, cp, u32, u32, u32, vp])
     _signature(lib, "bpf_prog_load", i, [i, cp, cp, ctypes.POINTER(_BpfInsn), ctypes.c_size_t, vp])
     _signature(lib, "bpf_prog_test_run_opts", i, [i, ctypes.POINTER(_BpfTestRunOpts)])
+    _signature(lib, "libbpf_probe_bpf_map_type", i, [i, vp])
     _LIB = lib
     return lib
 
@@ -671,6 +672,36 @@ def probe_global_data():
         _close(map_fd)
 
 
+BPF_F_TEST_XDP_LIVE_FRAMES = 1 << 1
+
+
+def probe_map_type(map_type):
+    """Does the kernel create maps of ``map_type`` (libbpf_probe_bpf_map_type)?"""
+    lib = load_library()
+    ret = lib.libbpf_probe_bpf_map_type(map_type, None)
+    return _check(ret, f"libbpf_probe_bpf_map_type({map_type})") == 1
+
+
+def probe_live_frames():
+    """Does BPF_PROG_RUN take BPF_F_TEST_XDP_LIVE_FRAMES (5.18+)? Runs an XDP_DROP program once in that mode."""
+    lib = load_library()
+    mov64_imm, exit_, xdp_drop = 0xB7, 0x95, 1
+    insns = (_BpfInsn * 2)(_insn(mov64_imm, dst=0, imm=xdp_drop), _insn(exit_))
+    with capture_stderr():
+        fd = lib.bpf_prog_load(BPF_PROG_TYPE_XDP, b"xdplab_probe", b"GPL", insns, len(insns), None)
+    _check(fd, "bpf_prog_load (live-frames probe)")
+    try:
+        try:
+            test_run(fd, bytes(64), repeat=1, flags=BPF_F_TEST_XDP_LIVE_FRAMES)
+        except LibbpfError as exc:
+            if exc.errno in (_errno.EINVAL, _errno.EOPNOTSUPP):
+                return False
+            raise
+        return True
+    finally:
+        _close(fd)
+
+
 def kernel_features():
     """What the running kernel offers the lab's programs: release, BTF of vmlinux, global data (probed)."""
     return {
@@ -680,16 +711,20 @@ def kernel_features():
     }
 
 
-def test_run(prog_fd, data, repeat=1):
-    """BPF_PROG_RUN: run prog_fd ``repeat`` times on ``data``; returns (return value, output frame)."""
+def test_run(prog_fd, data, repeat=1, flags=0):
+    """BPF_PROG_RUN: run prog_fd ``repeat`` times on ``data``; returns (return value, output frame).
+
+    With ``flags`` BPF_F_TEST_XDP_LIVE_FRAMES there is no output frame (the kernel refuses one): (0, b"")."""
     lib = load_library()
     buf_in = ctypes.create_string_buffer(bytes(data), len(data))
     buf_out = ctypes.create_string_buffer(len(data) + 256)
     opts = _BpfTestRunOpts(sz=ctypes.sizeof(_BpfTestRunOpts))
     opts.data_in = ctypes.cast(buf_in, ctypes.c_void_p)
     opts.data_size_in = len(data)
-    opts.data_out = ctypes.cast(buf_out, ctypes.c_void_p)
-    opts.data_size_out = len(buf_out)
+    if not flags & BPF_F_TEST_XDP_LIVE_FRAMES:
+        opts.data_out = ctypes.cast(buf_out, ctypes.c_void_p)
+        opts.data_size_out = len(buf_out)
     opts.repeat = repeat
+    opts.flags = flags
     _check(lib.bpf_prog_test_run_opts(prog_fd, ctypes.byref(opts)), f"BPF_PROG_RUN of program fd {prog_fd}")
     return opts.retval, buf_out.raw[: opts.data_size_out]

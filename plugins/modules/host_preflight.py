@@ -224,6 +224,20 @@ options:
         type: list
         elements: raw
         required: true
+  kernel_features:
+    description:
+      - Kernel features the host must have, by name, on top of those its role implies. What O(backend)
+        (V(xdp_live) needs C(live_frames) and C(global_data)) and O(matrix) (impl V(af_xdp) needs C(xskmap),
+        C(xsk_need_wakeup) and C(global_data), XDP action V(redirect) C(global_data)) need is checked without being
+        listed here.
+      - "Names: C(btf), C(global_data) (5.2), C(live_frames) (5.18), C(xsk_need_wakeup) (5.3), C(devmap), C(cpumap),
+        C(xskmap), C(redirect_map_broadcast) (5.14), C(bpf_stats) (5.8). Probed where a probe is cheap (a path, a
+        4-instruction program, a map, one C(BPF_PROG_RUN)), else from the kernel release; docs/KERNEL.md has the
+        table."
+      - A kernel that lacks one is a problem naming the feature, the release it came in and what needs it.
+    type: list
+    elements: str
+    default: []
   fail_on_problems:
     description:
       - V(true) fails the task when there is any problem (all of them in the message). V(false) returns them in
@@ -272,6 +286,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+kernel:
+  description: The kernel release and the features that were checked (true/false), with how each was detected.
+  returned: always
+  type: dict
+  sample: {release: 4.17.0-rc7, features: {live_frames: false}, how: {live_frames: "probe: BPF_PROG_RUN ..."}}
 problems:
   description: Every problem found, as data.
   returned: always
@@ -373,6 +392,7 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import _kernel_features as kfeatures
 from ansible_collections.xdplab.testbed.plugins.module_utils import _vlab_netlink as netlink
 from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import CpuListError, format_cpu_list, parse_cpu_list
 
@@ -828,6 +848,36 @@ class HostPreflight:
                     f"({format_cpu_list(listed) or 'none'}) are online on {self.host} (online: {format_cpu_list(online)})",
                 )
 
+    def matrix_actions(self):
+        axes = (self.params.get("matrix") or {}).get("axes")
+        subs = axes if isinstance(axes, list) else [axes] if axes else []
+        return sorted({str(a) for sub in subs if isinstance(sub, dict) for a in sub.get("action") or []})
+
+    def check_kernel(self, kernel=None):
+        """Every feature the host's role, backend and matrix need (and O(kernel_features)), named when missing."""
+        wanted = [(name, "the inventory (kernel_features)") for name in self.params.get("kernel_features") or []]
+        if self.params["role"] == "generator":
+            wanted += kfeatures.needed(backend=self.params.get("backend"))
+        elif self.params.get("matrix"):
+            impls = sorted({e["impl"] for e in matrix_systems(self.params["matrix"])})
+            wanted += kfeatures.needed(impls=impls, actions=self.matrix_actions())
+        kernel = kernel or kfeatures.KernelFeatures(release=self.read("/proc/sys/kernel/osrelease") or None, root=self.root)
+        users = {}
+        for name, by in wanted:
+            if name not in kfeatures.FEATURES:
+                self.problem("kernel_features", name, f"unknown kernel feature {name}; known: {', '.join(kfeatures.FEATURES)}")
+                continue
+            users.setdefault(name, []).append(by)
+        for name, by in users.items():
+            if not kernel.has(name):
+                self.problem(
+                    "kernel",
+                    kernel.release,
+                    f"{kernel.release} lacks {kfeatures.describe(name)} ({kernel.how[name]}), "
+                    f"which {' and '.join(dict.fromkeys(by))} need(s): boot a newer kernel (role xdplab.testbed.kernel)",
+                )
+        return kernel.report()
+
     # ---- the work
     def port_entries(self):
         """O(interfaces), then O(port_lists) as entries of the same shape (field FIELD[i], FIELD[i].pci, ...)."""
@@ -862,7 +912,9 @@ class HostPreflight:
         self.check_peers(identity, mine, online)
         self.check_backend()
         self.check_matrix(online)
+        kernel = self.check_kernel()
         return {
+            "kernel": kernel,
             "changed": False,
             "problems": self.problems,
             "errors": [p["message"] for p in self.problems],
@@ -953,6 +1005,7 @@ def main():
                     "ports": {"type": "list", "elements": "raw", "required": True},
                 },
             },
+            "kernel_features": {"type": "list", "elements": "str", "default": []},
             "fail_on_problems": {"type": "bool", "default": True},
         },
         supports_check_mode=True,

@@ -25,7 +25,7 @@ description:
     not match. A program attached by something else (no record) is therefore always replaced.
   - On a kernel without BTF (no C(/sys/kernel/btf/vmlinux)) or without global data (before 5.2; probed by
     loading a 4-instruction program that stores into an array map's value), the C(.rodata) variables cannot be
-    set at load time. With O(variant=auto) the module then loads the non-CO-RE variant instead: the object
+    set at load time. With O(variant=auto) the module then loads the non-CO-RE variant instead, the object
     C(DIR/nocore/PROGRAM-VAR1VALUE1-VAR2VALUE2.bpf.o) next to O(object) (variables in name order, for example
     C(nocore/xdp_bench_drop-count_mode0-touch_mode1.bpf.o)), built with the settings as compile-time
     constants by C(make -C bpf nocore install-nocore) or role M(xdplab.testbed.bpf_programs) (its
