@@ -149,8 +149,19 @@ def test_rate_cap_reaches_the_command_line_and_the_run_identity(tmp_path):
 
 
 def test_xdp_live_rejects_backend_options(tmp_path):
-    with pytest.raises(GeneratorError, match=r"takes no backend_options .*server"):
+    with pytest.raises(GeneratorError, match=r"takes only the backend_options latency_stamp \(got server\)"):
         _xdp_live(tmp_path, backend_options={"server": "127.0.0.1"}).validate()
+    with pytest.raises(GeneratorError, match=r"latency_stamp must be true or false"):
+        _xdp_live(tmp_path, backend_options={"latency_stamp": "yes"}).validate()
+
+
+def test_xdp_live_latency_stamp_option(tmp_path):
+    gen = _xdp_live(tmp_path, backend_options={"latency_stamp": True})
+    gen.sender_cpus = [0]
+    assert gen.command()[-1] == "--latency-stamp" and gen.identity()["latency_stamp"] is True
+    plain = _xdp_live(tmp_path)
+    plain.sender_cpus = [0]
+    assert "--latency-stamp" not in plain.command() and plain.identity()["latency_stamp"] is False
 
 
 # -- traffic_generator state=stopped: a generator that died, a second stop, an absent run (real processes) -----

@@ -22,6 +22,9 @@ MIN_PACKET_LEN = 64
 MAX_PACKET_LEN = 1518
 EGRESS_DELIVERED = re.compile(r"^tx_queue_\d+_xdp_xmit$")
 EGRESS_REFUSED = re.compile(r"^tx_queue_\d+_xdp_xmit_errors$")
+# backend_options xdp_live takes: latency_stamp (bool) writes the in-band latency stamp into every frame
+# (xdplab-trafficgen --latency-stamp; read by bpf/xdp_latency_sink.bpf.c and the module latency_stats)
+BACKEND_OPTIONS = ("latency_stamp",)
 
 
 def pick_sender_cpus(cpus, queues, stream_count):
@@ -53,10 +56,14 @@ class XdpLiveGenerator:
     # -- validation -------------------------------------------------------------------------
     def validate(self):
         p = self.p
-        if p.get("backend_options"):
+        unknown = sorted(set(p.get("backend_options") or {}) - set(BACKEND_OPTIONS))
+        if unknown:
             raise GeneratorError(
-                "backend xdp_live takes no backend_options (got %s)" % ", ".join(sorted(p["backend_options"]))
+                "backend xdp_live takes only the backend_options %s (got %s)" % (", ".join(BACKEND_OPTIONS), ", ".join(unknown))
             )
+        stamp = (p.get("backend_options") or {}).get("latency_stamp", False)
+        if not isinstance(stamp, bool):
+            raise GeneratorError("backend_options.latency_stamp must be true or false, got %r" % (stamp,))
         for key in ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip"):
             if not p.get(key):
                 raise GeneratorError("backend xdp_live needs %s" % key)
@@ -105,7 +112,12 @@ class XdpLiveGenerator:
         ]
         if p.get("rate_pps"):
             cmd += ["--rate", "%.0f" % p["rate_pps"]]
+        if self.latency_stamp():
+            cmd.append("--latency-stamp")
         return cmd
+
+    def latency_stamp(self):
+        return bool((self.p.get("backend_options") or {}).get("latency_stamp", False))
 
     # -- egress counters ---------------------------------------------------------------------
     def egress_counters(self, interface):
@@ -123,7 +135,7 @@ class XdpLiveGenerator:
         """The parameters that make two runs the same run (for idempotency)."""
         keys = ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip", "packet_len", "stream_count",
                 "port_base", "queues", "cpus", "duration", "batch", "rate_pps")
-        return {k: self.p.get(k) for k in keys}
+        return dict({k: self.p.get(k) for k in keys}, latency_stamp=self.latency_stamp())
 
     def start(self):
         params = {"identity": self.identity(), "egress_before": self.egress_counters(self.p["interface"])}
@@ -165,6 +177,7 @@ class XdpLiveGenerator:
             "intervals": intervals,
             "complete": final.get("complete", True),
             "egress": egress,
+            "latency_stamp": bool(final.get("latency_stamp", False)),
             "version": final.get("version", ""),
             "command": (state or {}).get("command", []),
         }
