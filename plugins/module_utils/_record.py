@@ -326,6 +326,7 @@ def build_record(
     failure=None,
     finished_at=None,
     tcp=None,
+    forwarding=None,
 ):
     """The trial record (docs/trial_record.schema.json) of one trial. Raises RecordError naming a bad input.
 
@@ -379,6 +380,13 @@ def build_record(
             )
         except _tcp.TcpError as exc:
             raise RecordError(str(exc)) from None
+    if forwarding is not None and meas is not None:
+        # the forwarding experiments' section (_forwarding.forwarding_section): received where frames came back,
+        # the DUT's own counts, and where the rest was lost
+        if not isinstance(forwarding, dict) or "received_pps" not in forwarding or "lost" not in forwarding:
+            raise RecordError("forwarding must be the section _forwarding.forwarding_section builds "
+                              "(received_pps, dut, lost, ...), got %r" % (forwarding,))
+        rec["forwarding"] = copy.deepcopy(forwarding)
     if ok:
         speed = link_speed_of(rec, link_speed_gbit)
         rec["loss"] = loss_verdict(meas["pps"], generator, meas["window"], kept_up_share, speed, point.get("packet_len"))

@@ -91,6 +91,13 @@ options:
         the DUT's CPU split (user, system, softirq), CPU per Gbit/s and the driver's page/cache counters
         (plugins/module_utils/_tcp.py). Other experiments leave it out.
     type: dict
+  forwarding:
+    description:
+      - The forwarding experiments' section (playbooks/paper_forward.yml, plugins/module_utils/_forwarding.py
+        C(forwarding_section)) - forwarded pps as received at the generator's receive ports, the DUT's own counts,
+        and where the rest was lost (refused at the DUT's ring, dropped in the DUT, lost on the way back). Kept as
+        the record's C(forwarding). Other experiments leave it out.
+    type: dict
   provenance:
     description:
       - What the trial ran on - C(dut), C(system), C(program), C(generator), C(trial) (warm-up, interval, samples),
@@ -240,6 +247,7 @@ class TrialRecorder:
                 link_speed_gbit=p["link_speed_gbit"],
                 failure=p["failure"],
                 tcp=p["tcp"],
+                forwarding=p["forwarding"],
             )
         except _record.RecordError as exc:
             self.module.fail_json(msg="trial_record: %s" % exc)
@@ -343,6 +351,7 @@ def main():
             cpu=dict(type="dict"),
             generator=dict(type="dict"),
             tcp=dict(type="dict"),
+            forwarding=dict(type="dict"),
             provenance=dict(type="dict", default={}),
             kept_up_share=dict(type="float", default=_record.KEPT_UP_SHARE),
             link_speed_gbit=dict(type="float"),
