@@ -294,8 +294,42 @@ def _pct_name(p):
     return ("%d" % p) if p == int(p) else ("%g" % p).replace(".", "_")
 
 
+def hdrh_percentiles(encoded, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US):
+    """Percentiles (µs) from T-Rex's HdrHistogram (`t-rex-64 --hdrh`: latency.hdrh, the compressed base64 form of
+    hdr_log_encode, values in µs), or None when the PyPI package hdrhistogram is not importable here.
+
+    Unlike the legacy histogram's bucket bounds these are the recorded values to HdrHistogram's precision (T-Rex
+    keeps 3 significant digits, src/time_histogram.cpp HDRH_SIGNIFICANT_DIGITS).
+    """
+    try:
+        from hdrh.histogram import HdrHistogram
+    except ImportError:
+        return None
+    hist = HdrHistogram.decode(encoded)
+    total = hist.get_total_count()
+    result = {"samples": int(total), "percentiles_us": {}, "share_below_us": {}, "percentiles_from": "hdrh"}
+    if not total:
+        return result
+    for p in percentiles:
+        if not 0 < float(p) <= 100:
+            raise TrexError("percentile %r is outside 0..100" % (p,))
+        result["percentiles_us"]["p%s" % _pct_name(p)] = int(hist.get_value_at_percentile(float(p)))
+    for limit in below_us:
+        below = sum(item.count_at_value_iterated_to for item in hist.get_recorded_iterator() if item.value_iterated_to <= limit)
+        result["share_below_us"][str(limit)] = round(100.0 * below / total, 3)
+    return result
+
+
 def latency_summary(pgid_stats, pg_id, tx_port, rx_port, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US):
-    """Latency of one flow-stats group from get_pgid_stats(): min/avg/max/jitter (µs), errors, percentiles."""
+    """Latency of one flow-stats group from get_pgid_stats(): min/avg/max/jitter (µs), errors, percentiles.
+
+    What T-Rex's numbers are (trex-core src/time_histogram.cpp, v3.04): ``average_us`` is T-Rex's low-pass filtered
+    average (each period: 0.5 x the previous value + 0.5 x the period's mean), not the mean of all frames; ``min_us``
+    and ``max_us`` are total_min/total_max since the streams started, the warm-up included (clearing the port
+    counters after the warm-up does not reset them). Percentiles: from the HdrHistogram when the server runs with
+    --hdrh (``percentiles_from: hdrh``, ``hdrh`` keeps the encoded histogram), else from the legacy histogram, where a
+    percentile is only its bucket's upper edge (``percentiles_from: histogram_bucket_bounds``).
+    """
     lat_all = (pgid_stats or {}).get("latency") or {}
     group = _key(lat_all, pg_id)
     if not group:
@@ -320,7 +354,18 @@ def latency_summary(pgid_stats, pg_id, tx_port, rx_port, percentiles=DEFAULT_PER
         "histogram": {str(k): int(v) for k, v in sorted((lat.get("histogram") or {}).items(), key=lambda kv: int(kv[0]))},
     }
     out.update(histogram_percentiles(lat.get("histogram"), percentiles, below_us))
+    out["percentiles_from"] = "histogram_bucket_bounds"
+    if lat.get("hdrh"):
+        out["hdrh"] = lat["hdrh"]
+        out.update(hdrh_percentiles(lat["hdrh"], percentiles, below_us) or {})
     return out
+
+
+def with_hdrh(latency, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US):
+    """latency_summary's result with the HdrHistogram's percentiles, where the runner's host could not decode it."""
+    if not latency or not latency.get("hdrh") or latency.get("percentiles_from") == "hdrh":
+        return latency
+    return dict(latency, **(hdrh_percentiles(latency["hdrh"], percentiles, below_us) or {}))
 
 
 def run_summary(stats, tx_ports, rx_ports, elapsed_s, info, latency=None, stopped_by="duration"):
@@ -379,5 +424,5 @@ def generator_summary(final, intervals, command, params):
         "egress": {"delivered": int(final.get("sent", 0)), "refused": None},
         "version": final.get("version", ""),
         "command": command,
-        "trex": {k: final[k] for k in TREX_EXTRA if k in final},
+        "trex": {k: (with_hdrh(final[k]) if k == "latency" else final[k]) for k in TREX_EXTRA if k in final},
     }

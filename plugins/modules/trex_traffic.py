@@ -120,8 +120,10 @@ options:
     default: 0
   latency:
     description:
-      - Add a latency stream (flow-stats latency, C(STLFlowLatencyStats)) of O(latency_pps) beside O(rate_pps) of load
-        (profile V(udp_latency.py)) and return RV(latency). Needs the load as O(rate_pps) or a pps O(mult).
+      - Add a latency stream (flow-stats latency, C(STLFlowLatencyStats)) of O(latency_pps) beside the load
+        (profile V(udp_latency.py)) and return RV(latency). T-Rex does not scale a latency stream by the multiplier
+        (a fixed-rate stream), so the load takes any O(rate_pps) or O(mult), V(100%) too; a pps rate is the total with
+        the latency stream's frames included.
     type: bool
     default: false
   latency_pps:
@@ -211,7 +213,7 @@ ports:
   returned: success and not check mode
   type: dict
 total:
-  description: The same counters summed over all ports (the client's C(total)).
+  description: The same counters summed over all of the server's ports (the client's C(total)), not only the run's.
   returned: success and not check mode
   type: dict
 drops:
@@ -235,8 +237,12 @@ latency:
   description:
     - With O(latency=true), the latency stream's min_us, average_us, max_us, jitter_us, errors (dropped,
       out_of_order, dup, seq_too_high, seq_too_low), histogram (bucket start in µs -> frames), samples,
-      percentiles_us (p50, p90, p99, p99_9, the upper edges of their buckets) and share_below_us (percent of frames
-      at or below 10 and 100 µs).
+      percentiles_us (p50, p90, p99, p99_9) and share_below_us (percent of frames at or below 10 and 100 µs), with
+      percentiles_from saying where they come from - V(hdrh) (the server's HdrHistogram, C(t-rex-64 --hdrh), kept
+      encoded in hdrh) or V(histogram_bucket_bounds) (the legacy histogram, where a percentile is only its bucket's upper
+      edge).
+    - average_us is T-Rex's low-pass filtered average (0.5 x previous + 0.5 x the period's mean), not the mean of
+      all frames; min_us and max_us are since the streams started, the warm-up included.
   returned: when O(latency=true) and not check mode
   type: dict
 intervals:

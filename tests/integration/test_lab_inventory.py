@@ -5,8 +5,10 @@ both hosts (connection local): that exercises every play, the input validation a
 bpf_programs in check mode, up to the first task that needs the hardware. Check mode measures nothing.
 """
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -64,17 +66,101 @@ TREX_RENDER = """
 - name: Render the lab generator's T-Rex configuration into a temporary directory
   hosts: tg
   gather_facts: false
+  vars:
+    trex_install: false
+    trex_service: false
+    trex_check_pci: false
+    trex_install_root: {d}/opt
+    trex_cfg_path: {d}/trex_cfg.yaml
+    trex_systemd_dir: {d}
+    trex_runner_path: {d}/bin/xdplab-trex-run
+    trex_lib_dir: {d}/trex
   roles:
     - role: xdplab.testbed.trex
-      vars:
-        trex_install: false
-        trex_service: false
-        trex_check_pci: false
-        trex_cfg_path: {d}/trex_cfg.yaml
-        trex_systemd_dir: {d}
-        trex_runner_path: {d}/bin/xdplab-trex-run
-        trex_lib_dir: {d}/trex
+  tasks:
+    - name: What the role adds to trex_packages for this release
+      ansible.builtin.copy:
+        content: "{{{{ __trex_packages | to_json }}}}"
+        dest: "{d}/packages.json"
+        mode: "0644"
+    - name: Preflight with a trex_python that is Python 3.12
+      block:
+        - name: Preflight again
+          ansible.builtin.include_role:
+            name: xdplab.testbed.trex
+            tasks_from: preflight
+          vars:
+            trex_python: {d}/python3.12
+      rescue:
+        - name: Keep its message
+          ansible.builtin.copy:
+            content: "{{{{ ansible_failed_result.msg }}}}"
+            dest: "{d}/python3.12.msg"
+            mode: "0644"
 """
+
+
+def trex_cfg_problems(cfg, sync_port=4501, async_port=4500):
+    """What T-Rex's own readers would refuse in a trex_cfg.yaml (trex-core v3.04): scripts/dpdk_setup_ports.py
+    (load_config_file: version, interfaces even and at most 32, port_limit; pci_name_to_full_name: the PCI forms;
+    ConfigCreator: the MAC form) and src/platform_cfg.cpp (zmq ports, platform threads)."""
+    problems = []
+    if not (isinstance(cfg, list) and len(cfg) == 1 and isinstance(cfg[0], dict)):
+        return ["not a list of one mapping"]
+    c = cfg[0]
+    ifs = c.get("interfaces") or []
+    if int(c.get("version", 0)) < 2:
+        problems.append("version < 2")
+    if not ifs or len(ifs) % 2 or len(ifs) > 32:
+        problems.append("interfaces: %d, not an even number up to 32" % len(ifs))
+    full = re.compile(r"^[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}[.][0-9A-Fa-f]$")
+    problems += ["interface %r: not a full PCI address or dummy" % i for i in ifs if i != "dummy" and not full.match(str(i))]
+    limit = c.get("port_limit", len(ifs))
+    if limit <= 0 or limit % 2 or limit > len(ifs):
+        problems.append("port_limit %s: must be even, positive and at most the %d interfaces" % (limit, len(ifs)))
+    mac = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
+    for n, info in enumerate(c.get("port_info") or []):
+        for key in ("dest_mac", "src_mac"):
+            if key in info and not (isinstance(info[key], str) and mac.match(info[key])):
+                problems.append("port_info[%d].%s %r is not a MAC string" % (n, key, info[key]))
+    if len(c.get("port_info") or []) != len(ifs):
+        problems.append("port_info has %d entries for %d interfaces" % (len(c.get("port_info") or []), len(ifs)))
+    if (c.get("zmq_rpc_port"), c.get("zmq_pub_port")) != (sync_port, async_port):
+        ports = (c.get("zmq_rpc_port"), c.get("zmq_pub_port"), sync_port, async_port)
+        problems.append("zmq_rpc_port/zmq_pub_port %s/%s, the client uses %s/%s" % ports)
+    plat = c.get("platform") or {}
+    master, rx = plat.get("master_thread_id"), plat.get("rx_thread_id", plat.get("latency_thread_id"))
+    dual = plat.get("dual_if") or []
+    if master is None or rx is None or master == rx:
+        problems.append("master_thread_id %s and latency/rx_thread_id %s must be set and differ" % (master, rx))
+    if len(dual) != len(ifs) // 2:
+        problems.append("%d dual_if entries for %d port pairs" % (len(dual), len(ifs) // 2))
+    seen = {master, rx}
+    for n, d in enumerate(dual):
+        threads = d.get("threads") or []
+        if len(threads) < int(c.get("c", 1)):
+            problems.append("dual_if[%d] has %d threads, c is %s" % (n, len(threads), c.get("c")))
+        overlap = seen & set(threads)
+        if overlap or len(set(threads)) != len(threads):
+            problems.append("dual_if[%d] threads %s overlap master, latency or another pair: %s" % (n, threads, overlap))
+        seen |= set(threads)
+    return problems
+
+
+@pytest.mark.root  # make integration runs the root-marked tests only; this one is cheap
+def test_the_t_rex_cfg_rules_catch_what_t_rex_refuses():
+    good = [{"version": 2, "port_limit": 2, "zmq_rpc_port": 4501, "zmq_pub_port": 4500, "c": 2,
+             "interfaces": ["0000:03:00.0", "0000:03:00.1"],
+             "port_info": [{"dest_mac": "ec:0d:9a:00:00:01", "src_mac": "ec:0d:9a:00:00:11"},
+                           {"ip": "1.1.1.1", "default_gw": "1.1.1.2"}],
+             "platform": {"master_thread_id": 0, "latency_thread_id": 1,
+                          "dual_if": [{"socket": 0, "threads": [2, 3]}]}}]  # fmt: skip
+    assert trex_cfg_problems(good) == []
+    bad = json.loads(json.dumps(good))
+    bad[0].update(interfaces=["03:00.0", "0000:03:00.1", "0000:03:00.2"], port_limit=3, zmq_rpc_port=None)
+    bad[0]["platform"]["dual_if"][0]["threads"] = [1, 2]
+    problems = trex_cfg_problems(bad)
+    assert len(problems) == 6, problems
 
 
 @pytest.mark.root
@@ -87,6 +173,12 @@ def test_the_lab_generators_trex_cfg_renders_from_the_inventory(tmp_path):
 
     play = tmp_path / "render.yml"
     play.write_text(TREX_RENDER.format(d=tmp_path))
+    (tmp_path / "python3.12").write_text("#!/bin/sh\necho 3.12\n")
+    (tmp_path / "python3.12").chmod(0o755)
+    binary = tmp_path / "opt" / "v3.04" / "t-rex-64"  # the unit's ExecStart, for systemd-analyze verify
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
     res = subprocess.run(
         [PLAYBOOK, "-i", "inventories/lab", str(play), "-e", "ansible_connection=local",
          "-e", "ansible_python_interpreter=" + sys.executable, "-e", "ansible_become=false"],
@@ -97,8 +189,23 @@ def test_the_lab_generators_trex_cfg_renders_from_the_inventory(tmp_path):
     assert cfg[0]["interfaces"] == ["0000:03:00.0", "0000:03:00.1"]
     assert cfg[0]["port_info"][0] == {"dest_mac": "ec:0d:9a:00:00:01", "src_mac": "ec:0d:9a:00:00:11"}
     assert cfg[0]["c"] == 6 and cfg[0]["platform"]["dual_if"] == [{"socket": 0, "threads": [2, 3, 4, 5, 6, 7]}]
+    # issue 13 item 8: the server listens where the client and the health check look
+    assert (cfg[0]["zmq_rpc_port"], cfg[0]["zmq_pub_port"]) == (4501, 4500)
+    assert trex_cfg_problems(cfg) == []
     unit = (tmp_path / "trex.service").read_text().splitlines()
-    assert "ExecStart=/opt/trex/v3.04/t-rex-64 -i --cfg %s/trex_cfg.yaml" % tmp_path in unit
+    # issue 13 item 1: a daemon (no keyboard polling of /dev/null, no stats panel), latency as HdrHistogram
+    assert "ExecStart=%s -i --no-key --iom 0 --hdrh --cfg %s/trex_cfg.yaml" % (binary, tmp_path) in unit
+    if shutil.which("systemd-analyze"):
+        res = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "trex.service")], capture_output=True, text=True,
+                             check=False, timeout=60)  # fmt: skip
+        assert res.returncode == 0, res.stdout + res.stderr
+    # issue 13 item 2: v3.04's dpdk_nic_bind.py imports distutils.util, its own package on Debian 12
+    assert "python3-distutils" in json.loads((tmp_path / "packages.json").read_text())
+    # issue 13 item 5: a Python the release's client does not import on is refused in preflight, naming what works
+    message = " ".join((tmp_path / "python3.12.msg").read_text().split())
+    assert message.startswith("tg: trex_python=%s/python3.12 is Python 3.12; " % tmp_path)
+    assert "T-Rex v3.04's client imports on Python 3.11 at most" in message
+    assert "pin trex_version v3.08 for Python 3.12" in message
 
 
 @pytest.mark.root

@@ -350,3 +350,36 @@ def test_the_python_a_release_imports_on(version, python, ok):
     message = r"T-Rex %s's client does not import on Python %d\.%d .*<= 3\.11.*<= 3\.12" % ((version,) + python)
     with pytest.raises(trex.TrexError, match=message):
         trex.check_python(version, python, "/usr/bin/python3")
+
+
+# -- latency: what T-Rex's numbers are ----------------------------------------------------------------------
+def hdrh_of(values):
+    """An encoded HdrHistogram like the server's latency.hdrh (`t-rex-64 --hdrh`: hdr_log_encode of its C
+    HdrHistogram, the same compressed base64 format), here made with the PyPI package hdrhistogram: a fixture."""
+    from hdrh.histogram import HdrHistogram
+
+    hist = HdrHistogram(1, 3600 * 1000 * 1000, 3)
+    for value, count in values:
+        hist.record_value(value, count)
+    return hist.encode().decode()
+
+
+def test_legacy_histogram_percentiles_say_they_are_bucket_bounds():
+    lat = trex.latency_summary(fixture("get_pgid_stats_latency.json"), 10, 0, 1)
+    assert lat["percentiles_from"] == "histogram_bucket_bounds" and "hdrh" not in lat
+
+
+def test_percentiles_come_from_the_hdr_histogram_where_the_server_has_it():
+    # issue 13 item 9: the legacy histogram gives only bucket bounds (p50 <= 500 here); --hdrh gives the values
+    pgid = fixture("get_pgid_stats_latency.json")
+    encoded = hdrh_of([(47, 2), (370, 100), (567, 12)])
+    pgid["latency"]["10"]["latency"]["hdrh"] = encoded
+    lat = trex.latency_summary(pgid, 10, 0, 1, percentiles=[50, 90, 99], below_us=[100, 400])
+    assert lat["percentiles_from"] == "hdrh" and lat["hdrh"] == encoded and lat["samples"] == 114
+    assert lat["percentiles_us"] == {"p50": 370, "p90": 567, "p99": 567}
+    assert lat["share_below_us"] == {"100": round(100 * 2 / 114, 3), "400": round(100 * 102 / 114, 3)}
+    # a runner host without the hdrhistogram package leaves the decoding to the controller's generator summary
+    undecoded = dict(lat, percentiles_from="histogram_bucket_bounds", percentiles_us={"p50": 500})
+    final = {"sent": 1, "elapsed_s": 1.0, "pps": 1, "ports": {}, "tx_ports": [0], "latency": undecoded}
+    summary = trex.generator_summary(final, [], [], {})
+    assert summary["trex"]["latency"]["percentiles_from"] == "hdrh" and summary["trex"]["latency"]["percentiles_us"]["p50"] == 370
