@@ -327,6 +327,7 @@ def build_record(
     finished_at=None,
     tcp=None,
     forwarding=None,
+    latency=None,
 ):
     """The trial record (docs/trial_record.schema.json) of one trial. Raises RecordError naming a bad input.
 
@@ -380,6 +381,9 @@ def build_record(
             )
         except _tcp.TcpError as exc:
             raise RecordError(str(exc)) from None
+    if forwarding is None and meas is not None and isinstance((meas.get("details") or {}).get("forwarding"), dict):
+        # a forwarding system's measure task carries its section in the measurement's details (systems/forward)
+        forwarding = meas["details"].pop("forwarding")
     if forwarding is not None and meas is not None:
         # the forwarding experiments' section (_forwarding.forwarding_section): received where frames came back,
         # the DUT's own counts, and where the rest was lost
@@ -387,6 +391,12 @@ def build_record(
             raise RecordError("forwarding must be the section _forwarding.forwarding_section builds "
                               "(received_pps, dut, lost, ...), got %r" % (forwarding,))
         rec["forwarding"] = copy.deepcopy(forwarding)
+    if latency is not None and meas is not None:
+        # the latency experiment's section (module latency_stats, plugins/module_utils/_latency.py statistics)
+        if not isinstance(latency, dict) or "count" not in latency or "histogram" not in latency:
+            raise RecordError("latency must be the section module latency_stats returns "
+                              "(count, average_ns, p50_ns, ..., histogram), got %r" % (latency,))
+        rec["latency"] = copy.deepcopy(latency)
     if ok:
         speed = link_speed_of(rec, link_speed_gbit)
         rec["loss"] = loss_verdict(meas["pps"], generator, meas["window"], kept_up_share, speed, point.get("packet_len"))

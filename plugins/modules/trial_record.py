@@ -98,6 +98,13 @@ options:
         and where the rest was lost (refused at the DUT's ring, dropped in the DUT, lost on the way back). Kept as
         the record's C(forwarding). Other experiments leave it out.
     type: dict
+  latency:
+    description:
+      - The latency experiment's section (playbooks/paper_latency.yml) - the C(latency) that
+        M(xdplab.testbed.latency_stats) returned (average, min, max, percentiles, share under 10 us, loss, reordering,
+        achieved offered rate, the encoded HdrHistogram). Kept as the record's C(latency). Other experiments leave it
+        out.
+    type: dict
   provenance:
     description:
       - What the trial ran on - C(dut), C(system), C(program), C(generator), C(trial) (warm-up, interval, samples),
@@ -248,6 +255,7 @@ class TrialRecorder:
                 failure=p["failure"],
                 tcp=p["tcp"],
                 forwarding=p["forwarding"],
+                latency=p["latency"],
             )
         except _record.RecordError as exc:
             self.module.fail_json(msg="trial_record: %s" % exc)
@@ -352,6 +360,7 @@ def main():
             generator=dict(type="dict"),
             tcp=dict(type="dict"),
             forwarding=dict(type="dict"),
+            latency=dict(type="dict"),
             provenance=dict(type="dict", default={}),
             kept_up_share=dict(type="float", default=_record.KEPT_UP_SHARE),
             link_speed_gbit=dict(type="float"),

@@ -94,3 +94,21 @@ def test_per_cpu_summaries_and_buckets_are_summed():
 
 def test_percentile_keys():
     assert [latency.percentile_key(p) for p in latency.PERCENTILES] == ["p50", "p90", "p99", "p99_9", "p99_99"]
+
+
+def test_the_record_keeps_the_latency_section_and_the_schema_accepts_it():
+    import importlib.util
+
+    # the record fixtures and schema check of test_record.py (tests/unit/fixtures/base_record.json)
+    spec = importlib.util.spec_from_file_location("_record_fixtures", os.path.join(os.path.dirname(__file__), "test_record.py"))
+    test_record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(test_record)
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _record
+
+    buckets = {latency.bucket_of(20_000): 99, latency.bucket_of(90_000): 1}
+    section = latency.statistics(buckets, summary(count=100, sum_ns=2_070_000, min_ns=19_900, max_ns=90_100),
+                                 streams=[(100, 1)], sent=100, seconds=1.0)  # fmt: skip
+    rec = test_record.ok_record(experiment="paper_latency", latency=section)
+    assert rec["latency"]["p50_ns"] == section["p50_ns"] and rec["latency"]["accounted"] is True
+    with pytest.raises(_record.RecordError, match="latency must be"):
+        test_record.ok_record(latency={"p50": 3})
