@@ -23,7 +23,6 @@ def test_compiled_variables_are_read_from_the_installed_names(tmp_path):
     assert xdp_program.nocore_variables(str(tmp_path / "absent"), "xdp_bench_drop") is None
 
 
-
 @pytest.mark.parametrize(
     ("btf", "global_data", "expected"),
     [(True, True, "core"), (False, True, "nocore"), (True, False, "nocore"), (False, False, "nocore")],
