@@ -384,9 +384,6 @@ def build_record(
     if forwarding is None and meas is not None and isinstance((meas.get("details") or {}).get("forwarding"), dict):
         # a forwarding system's measure task carries its section in the measurement's details (systems/forward)
         forwarding = meas["details"].pop("forwarding")
-    if forwarding is None and meas is not None and isinstance((meas.get("details") or {}).get("forwarding"), dict):
-        # a forwarding system's measure task carries its section in the measurement's details (systems/forward)
-        forwarding = meas["details"].pop("forwarding")
     if forwarding is not None and meas is not None:
         # the forwarding experiments' section (_forwarding.forwarding_section): received where frames came back,
         # the DUT's own counts, and where the rest was lost
