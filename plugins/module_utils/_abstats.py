@@ -158,8 +158,15 @@ def mean_ci(values, confidence=DEFAULT_CONFIDENCE):
     mean = sum(values) / n
     sd = _sd(values)
     ci = (mean, mean) if sd == 0 else _stats.t.interval(confidence, n - 1, loc=mean, scale=sd / math.sqrt(n))
-    return {"mean": mean, "ci": [float(ci[0]), float(ci[1])], "n": n, "df": n - 1, "sd": sd,
-            "cv": sd / mean if mean else None, "confidence": confidence}
+    return {
+        "mean": mean,
+        "ci": [float(ci[0]), float(ci[1])],
+        "n": n,
+        "df": n - 1,
+        "sd": sd,
+        "cv": sd / mean if mean else None,
+        "confidence": confidence,
+    }
 
 
 def _sd(values):
@@ -168,8 +175,16 @@ def _sd(values):
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
 
 
-def compare(rates_a, rates_b, blocks_a=None, blocks_b=None, confidence=DEFAULT_CONFIDENCE, power=DEFAULT_POWER,
-            n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED):
+def compare(
+    rates_a,
+    rates_b,
+    blocks_a=None,
+    blocks_b=None,
+    confidence=DEFAULT_CONFIDENCE,
+    power=DEFAULT_POWER,
+    n_resamples=BOOTSTRAP_RESAMPLES,
+    seed=BOOTSTRAP_SEED,
+):
     """B against A: relative difference with Welch's and the bootstrap's interval, n, df, CVs, the MDD.
 
     Relative values are fractions of A (B/A - 1 on the geometric means): -0.027 is "B 2.7 % lower".
@@ -178,8 +193,10 @@ def compare(rates_a, rates_b, blocks_a=None, blocks_b=None, confidence=DEFAULT_C
     rates_a, rates_b = _rates("A", rates_a), _rates("B", rates_b)
     obs_a, sizes_a = block_observations(rates_a, blocks_a)
     obs_b, sizes_b = block_observations(rates_b, blocks_b)
-    for name, obs, unit in (("A", obs_a, "blocks" if blocks_a is not None else "samples"),
-                            ("B", obs_b, "blocks" if blocks_b is not None else "samples")):
+    for name, obs, unit in (
+        ("A", obs_a, "blocks" if blocks_a is not None else "samples"),
+        ("B", obs_b, "blocks" if blocks_b is not None else "samples"),
+    ):
         if len(obs) < MIN_SAMPLES:
             raise ABStatsError("%s has %d %s: at least %d are needed for an interval" % (name, len(obs), unit, MIN_SAMPLES))
     welch = welch_log(obs_a, obs_b, confidence)
@@ -238,8 +255,28 @@ def verdict(result, name_a="A", name_b="B", higher="faster", lower="slower", des
         word = higher if result["relative"] > 0 else lower
         a, b = sorted((abs(lo), abs(hi)))
         return "%s is %s %% %s than %s (%s CI %s-%s %%, %s, %s)" % (
-            name_b, _pct(result["relative"]), word, name_a, conf, _pct(a), _pct(b), count, design)
+            name_b,
+            _pct(result["relative"]),
+            word,
+            name_a,
+            conf,
+            _pct(a),
+            _pct(b),
+            count,
+            design,
+        )
     return "%s and %s do not differ: %s%s %% (%s CI %s%s to %s%s %%, %s, %s; this N detects %s %% at %d %% power)" % (
-        name_b, name_a, "+" if round(result["relative"], 5) >= 0 else "-", _pct(result["relative"]), conf,
-        "+" if lo >= 0 else "-", _pct(lo), "+" if hi >= 0 else "-", _pct(hi), count, design,
-        _pct(result["mdd"]), round(100 * result["mdd_power"]))
+        name_b,
+        name_a,
+        "+" if round(result["relative"], 5) >= 0 else "-",
+        _pct(result["relative"]),
+        conf,
+        "+" if lo >= 0 else "-",
+        _pct(lo),
+        "+" if hi >= 0 else "-",
+        _pct(hi),
+        count,
+        design,
+        _pct(result["mdd"]),
+        round(100 * result["mdd_power"]),
+    )

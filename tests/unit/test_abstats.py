@@ -24,13 +24,12 @@ def _var(x):
 
 def test_welch_textbook_example():
     w = ab.welch_log(WELCH_A, WELCH_B)
-    assert w["t"] == pytest.approx(2.4554, abs=1e-4)      # B - A: the textbook's -2.46 with the sides swapped
+    assert w["t"] == pytest.approx(2.4554, abs=1e-4)  # B - A: the textbook's -2.46 with the sides swapped
     assert w["df"] == pytest.approx(24.9885, abs=1e-4)
     assert w["p_value"] == pytest.approx(0.02138, abs=1e-5)
     # the interval from the closed form: diff +- t(0.975, df) * sqrt(va/na + vb/nb)
     se = math.sqrt(_var(WELCH_A) / 15 + _var(WELCH_B) / 15)
-    df = (_var(WELCH_A) / 15 + _var(WELCH_B) / 15) ** 2 / (
-        (_var(WELCH_A) / 15) ** 2 / 14 + (_var(WELCH_B) / 15) ** 2 / 14)
+    df = (_var(WELCH_A) / 15 + _var(WELCH_B) / 15) ** 2 / ((_var(WELCH_A) / 15) ** 2 / 14 + (_var(WELCH_B) / 15) ** 2 / 14)
     diff = sum(WELCH_B) / 15 - sum(WELCH_A) / 15
     half = stats.t.ppf(0.975, df) * se
     assert w["log_ci"] == pytest.approx([diff - half, diff + half], abs=1e-9)
@@ -95,8 +94,8 @@ def test_blocks_are_the_unit_a_boot_difference_is_not_a_kernel_difference():
     # the samples alone would claim a difference: why blocks must enter the analysis
     assert ignoring["significant"] and ignoring["df"] > 20
     # the observations are the block means of the logs, so Welch's t is scipy's on those
-    obs_a = [sum(math.log(x) for x in a[i * 5:(i + 1) * 5]) / 5 for i in range(3)]
-    obs_b = [sum(math.log(x) for x in b[i * 5:(i + 1) * 5]) / 5 for i in range(3)]
+    obs_a = [sum(math.log(x) for x in a[i * 5 : (i + 1) * 5]) / 5 for i in range(3)]
+    obs_b = [sum(math.log(x) for x in b[i * 5 : (i + 1) * 5]) / 5 for i in range(3)]
     assert r["t"] == pytest.approx(float(stats.ttest_ind(obs_b, obs_a, equal_var=False).statistic))
     assert "3 blocks each, in blocks" in r["verdict"]
 
