@@ -282,3 +282,101 @@ class SinkMaps:
                         raise self.libbpf.LibbpfError(f"bpf_map_update_elem({name}, key {key})", errno=-ret)
             finally:
                 self.libbpf._close(fd)
+
+
+# --- the report: our table beside the paper's, and the CDF -----------------------------------------------------
+REPORT_COLUMNS = (
+    "system", "label", "offered_pps", "achieved_pps", "count", "average_us", "min_us", "p50_us", "p90_us", "p99_us",
+    "p99_9_us", "p99_99_us", "max_us", "share_below_10us_pct", "lost", "loss_pct", "reordered", "accounted",
+)  # fmt: skip
+PAPER_SYSTEMS = {"xdp": ("xdp_redirect",), "dpdk": ("dpdk_macswap", "dpdk")}
+
+
+def _us(ns):
+    return None if ns is None else round(ns / 1000.0, 3)
+
+
+def report_rows(records):
+    """One row per (system, offered load, repetition) of the ok records that have a latency section."""
+    rows = []
+    for rec in records:
+        lat = rec.get("latency")
+        if rec.get("status") != "ok" or not isinstance(lat, dict):
+            continue
+        point = rec.get("point", {})
+        system = point.get("system")
+        label = ((rec.get("provenance") or {}).get("system") or {}).get("label") or system
+        share = lat.get("share_under_10us")
+        rows.append({
+            "system": system,
+            "label": label,
+            "offered_pps": round(float(point.get("offered_mpps", 0)) * 1e6),
+            "achieved_pps": None if lat.get("offered_pps") is None else round(lat["offered_pps"], 1),
+            "count": lat.get("count"),
+            "average_us": _us(lat.get("average_ns")),
+            "min_us": _us(lat.get("min_ns")),
+            "p50_us": _us(lat.get("p50_ns")),
+            "p90_us": _us(lat.get("p90_ns")),
+            "p99_us": _us(lat.get("p99_ns")),
+            "p99_9_us": _us(lat.get("p99_9_ns")),
+            "p99_99_us": _us(lat.get("p99_99_ns")),
+            "max_us": _us(lat.get("max_ns")),
+            "share_below_10us_pct": None if share is None else round(100.0 * share, 2),
+            "lost": lat.get("lost"),
+            "loss_pct": None if lat.get("loss_pct") is None else round(lat["loss_pct"], 4),
+            "reordered": lat.get("reordered"),
+            "accounted": lat.get("accounted"),
+            "encoded": (lat.get("histogram") or {}).get("encoded"),
+            "repetition": rec.get("repetition"),
+        })
+    rows.sort(key=lambda r: (r["offered_pps"], r["system"] != "latency_floor", r["system"] or "", r["repetition"] or 0))
+    return rows
+
+
+def _cell(value):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return ("%.3f" % value).rstrip("0").rstrip(".")
+    return str(value)
+
+
+def report_markdown(rows, reference_rows, title):
+    """The table of ours (the floor as its own row, nothing subtracted) and the paper's beneath."""
+    cols = ("label", "offered_pps", "achieved_pps", "average_us", "min_us", "p50_us", "p90_us", "p99_us", "p99_9_us",
+            "p99_99_us", "max_us", "share_below_10us_pct", "lost", "reordered", "accounted")  # fmt: skip
+    out = [f"# {title}", "", "Ours (in-band stamps; the floor row is what the method itself adds: no number is "
+           "corrected by it):", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]  # fmt: skip
+    out += ["| " + " | ".join(_cell(r[c]) for c in cols) + " |" for r in rows]
+    if reference_rows:
+        ref_cols = list(reference_rows[0])
+        out += ["", "The paper's (T-Rex flow_stats_latency on ConnectX-5; XDP = devmap redirect, DPDK = testpmd "
+                "macswap):", "", "| " + " | ".join(ref_cols) + " |", "|" + "---|" * len(ref_cols)]  # fmt: skip
+        out += ["| " + " | ".join(str(r[c]) for c in ref_cols) + " |" for r in reference_rows]
+    return "\n".join(out) + "\n"
+
+
+NO_RECORDS_PLOT = "set label 'no latency records' at graph 0.4,0.5\nplot [1:10] 0 notitle"
+
+
+def cdf_gnuplot(rows, name, title):
+    """(script, {data file name: text}) of the latency CDF: log x, one line per system and load."""
+    data, plots = {}, []
+    for i, r in enumerate(r for r in rows if r.get("encoded")):
+        fname = f"{name}.{i}.dat"
+        pts = cdf_points(r["encoded"])
+        data[fname] = "".join(f"{ns / 1000.0:.4f} {share:.6f}\n" for ns, share in pts)
+        plots.append(f"'{fname}' using 1:2 with steps lw 2 title '{r['label']} @ {r['offered_pps']} pps'")
+    script = "\n".join([
+        "set terminal pngcairo size 1000,620 noenhanced",
+        f"set output '{name}.png'",
+        f"set title '{title}'",
+        "set logscale x",
+        "set xlabel 'latency (us, log scale)'",
+        "set ylabel 'share of frames at or below'",
+        "set yrange [0:1.02]",
+        "set key bottom right",
+        "set grid",
+        ("plot " + ", \\\n     ".join(plots)) if plots else NO_RECORDS_PLOT,
+    ]) + "\n"  # fmt: skip
+    return script, data

@@ -24,11 +24,14 @@ description:
     option C(latency_stamp)) with C(bpf_ktime_get_ns()) when the generator's program runs; the sink reads the
     same clock (CLOCK_MONOTONIC of the same host) when its program runs.
   - O(state=reset) zeroes the maps (before a generator run: its sequence numbers restart at 0).
+  - O(state=measured) counts the stamped frames the sink receives over a window (O(warmup), then O(samples) x
+    O(interval)) and returns the one measurement shape (C(measurement), at C(generator_rx)): the measure task of
+    the latency floor, where no DUT counts.
 extends_documentation_fragment: []
 attributes:
   check_mode:
     support: full
-    description: V(read) only reads; V(reset) reports a change and zeroes nothing.
+    description: V(read) and V(measured) only read; V(reset) reports a change and zeroes nothing.
   diff_mode:
     support: none
 options:
@@ -38,9 +41,10 @@ options:
     required: true
   state:
     description:
-      - V(read) returns the statistics since the last reset; V(reset) zeroes the maps.
+      - V(read) returns the statistics since the last reset; V(reset) zeroes the maps; V(measured) samples the
+        received rate over a window.
     type: str
-    choices: [read, reset]
+    choices: [read, reset, measured]
     default: read
   sent:
     description:
@@ -50,6 +54,18 @@ options:
   seconds:
     description: Length of the generator's run, for C(offered_pps) and C(received_pps).
     type: float
+  warmup:
+    description: Seconds before the window (O(state=measured)).
+    type: float
+    default: 2.0
+  interval:
+    description: Seconds per sample (O(state=measured)).
+    type: float
+    default: 1.0
+  samples:
+    description: Samples in the window (O(state=measured)).
+    type: int
+    default: 5
   encode:
     description: Return the encoded HdrHistogram (C(histogram.encoded), base64 of the compressed form).
     type: bool
@@ -126,6 +142,11 @@ latency:
     share_under_10us: 0.02
     lost: 0
     accounted: true
+measurement:
+  description: The one measurement shape (plugins/module_utils/_measurement.py) of the stamped frames received.
+  returned: state=measured
+  type: dict
+  sample: {pps: 100.0, packets: 500, source: {kind: program_map, at: generator_rx, count_mode: program}}
 program:
   description: The sink program read (id, name, tag).
   returned: always
@@ -134,10 +155,12 @@ program:
 """
 
 import socket
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _latency as latency
 from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement as measurement
 
 
 class LatencyStats:
@@ -170,8 +193,36 @@ class LatencyStats:
         self.result["program"] = {"id": maps.prog_id, "name": info.get("name"), "tag": info.get("tag")}
         return maps
 
+    def measure(self, maps):
+        try:
+            sampler = measurement.Sampler.from_params(self.p)
+        except measurement.SamplingError as exc:
+            self.fail(str(exc))
+
+        def read():
+            t0 = time.monotonic()
+            summ = latency.sum_summaries(libbpf.read_percpu_array(maps.maps[latency.SUMMARY_MAP]["id"])[0])
+            return (t0 + time.monotonic()) / 2.0, summ["count"]
+
+        try:
+            snaps = [snap for _t, snap in sampler.run(read)]
+        except libbpf.LibbpfError as exc:
+            self.fail(f"reading the sink's maps on {self.p['interface']} failed: {exc}")
+        samples = measurement.samples_from_counts(snaps, lambda c: c)
+        window = measurement.window_of(snaps[0][0], snaps[-1][0])
+        packets = snaps[-1][1] - snaps[0][1]
+        source = {"kind": "program_map", "at": measurement.AT_GENERATOR_RX, "count_mode": "program",
+                  "interface": self.p["interface"], "program": latency.PROGRAM, "map": latency.SUMMARY_MAP}
+        self.result["measurement"] = measurement.measurement(
+            packets / window["seconds"] if window["seconds"] > 0 else 0.0, window, source, packets=packets,
+            samples=samples,
+        )
+        return self.result
+
     def run(self):
         maps = self.sink()
+        if self.p["state"] == "measured":
+            return self.measure(maps)
         if self.p["state"] == "reset":
             self.result["changed"] = True
             if not self.module.check_mode:
@@ -195,7 +246,10 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "interface": {"type": "str", "required": True},
-            "state": {"type": "str", "choices": ["read", "reset"], "default": "read"},
+            "state": {"type": "str", "choices": ["read", "reset", "measured"], "default": "read"},
+            "warmup": {"type": "float", "default": 2.0},
+            "interval": {"type": "float", "default": 1.0},
+            "samples": {"type": "int", "default": 5},
             "sent": {"type": "int"},
             "seconds": {"type": "float"},
             "encode": {"type": "bool", "default": True},

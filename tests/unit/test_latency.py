@@ -112,3 +112,22 @@ def test_the_record_keeps_the_latency_section_and_the_schema_accepts_it():
     assert rec["latency"]["p50_ns"] == section["p50_ns"] and rec["latency"]["accounted"] is True
     with pytest.raises(_record.RecordError, match="latency must be"):
         test_record.ok_record(latency={"p50": 3})
+
+
+def test_report_table_and_cdf_script():
+    buckets = {latency.bucket_of(8_000): 50, latency.bucket_of(30_000): 50}
+    lat = latency.statistics(buckets, summary(count=100, sum_ns=1_900_000, min_ns=7_990, max_ns=30_100),
+                             streams=[(100, 1)], sent=100, seconds=1.0)  # fmt: skip
+    recs = [
+        {"status": "ok", "point": {"system": "xdp_tx", "offered_mpps": 0.0001}, "latency": lat, "repetition": 1,
+         "provenance": {"system": {"label": "XDP_TX"}}},
+        {"status": "ok", "point": {"system": "latency_floor", "offered_mpps": 0.0001}, "latency": lat, "repetition": 1},
+        {"status": "failed", "point": {"system": "xdp_tx"}},
+    ]  # fmt: skip
+    rows = latency.report_rows(recs)
+    assert [r["system"] for r in rows] == ["latency_floor", "xdp_tx"]  # the floor first, its own row
+    assert rows[1]["offered_pps"] == 100 and rows[1]["share_below_10us_pct"] == 50.0 and rows[1]["average_us"] == 19.0
+    md = latency.report_markdown(rows, [{"system": "xdp", "offered_pps": "100", "avg_us": "82"}], "T")
+    assert "| XDP_TX | 100 |" in md and "| xdp | 100 | 82 |" in md
+    script, data = latency.cdf_gnuplot(rows, "cdf", "T")
+    assert "set logscale x" in script and len(data) == 2 and "XDP_TX @ 100 pps" in script
