@@ -380,3 +380,59 @@ def cdf_gnuplot(rows, name, title):
         ("plot " + ", \\\n     ".join(plots)) if plots else NO_RECORDS_PLOT,
     ]) + "\n"  # fmt: skip
     return script, data
+
+
+# --- the hardware path: T-Rex latency streams into the same fields ----------------------------------------------
+def _us_to_ns(us):
+    return None if us is None else us * 1000.0
+
+
+def from_trex(summary, seconds=None):
+    """The record's latency section from a T-Rex latency stream (``_trex.latency_summary`` of one pg_id).
+
+    The same keys as ``statistics``: percentiles from T-Rex's HdrHistogram when the server ran with ``--hdrh``
+    (``histogram.kind`` hdrhistogram, values in microseconds: ``unit_ns`` 1000), else the legacy histogram's bucket
+    upper edges (``histogram.kind`` trex_buckets: bounds, not values). ``average_ns`` is T-Rex's low-pass filtered
+    average (not the mean of all frames) and min/max include the warm-up (see _trex.latency_summary).
+    """
+    pct = summary.get("percentiles_us") or {}
+    errors = summary.get("errors") or {}
+    sent, received = summary.get("tx_pkts"), summary.get("rx_pkts")
+    share = (summary.get("share_below_us") or {}).get("10")
+    hdrh = summary.get("hdrh")
+    out = {
+        "count": int(summary.get("samples") or received or 0),
+        "average_ns": _us_to_ns(summary.get("average_us")),
+        "average_kind": "trex_low_pass_filtered",
+        "min_ns": _us_to_ns(summary.get("min_us")),
+        "max_ns": _us_to_ns(summary.get("max_us")),
+        "share_under_10us": None if share is None else share / 100.0,
+        "lost_in_sequence": int(errors.get("seq_too_high", 0) or 0),
+        "reordered": int(errors.get("out_of_order", 0) or 0) + int(errors.get("seq_too_low", 0) or 0),
+        "received": received,
+        "source": "trex",
+        "pg_id": summary.get("pg_id"),
+        "percentiles_from": summary.get("percentiles_from"),
+        "histogram": {
+            "kind": "hdrhistogram" if hdrh else "trex_buckets",
+            "unit_ns": 1000,
+            "encoded": hdrh,
+            "buckets_us": None if hdrh else summary.get("histogram"),
+        },
+    }
+    for p in PERCENTILES:
+        key = percentile_key(p)
+        value = pct.get(key)
+        out[key + "_ns"] = None if value is None else int(value * 1000)
+    if sent is not None and received is not None:
+        out["sent"] = int(sent)
+        out["lost"] = max(int(sent) - int(received), 0)
+        out["loss_pct"] = 100.0 * out["lost"] / sent if sent else None
+        out["accounted"] = int(received) + out["lost"] == int(sent)
+    if seconds:
+        out["seconds"] = float(seconds)
+        if sent is not None:
+            out["offered_pps"] = sent / float(seconds)
+        if received is not None:
+            out["received_pps"] = received / float(seconds)
+    return out

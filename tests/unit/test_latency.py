@@ -131,3 +131,20 @@ def test_report_table_and_cdf_script():
     assert "| XDP_TX | 100 |" in md and "| xdp | 100 | 82 |" in md
     script, data = latency.cdf_gnuplot(rows, "cdf", "T")
     assert "set logscale x" in script and len(data) == 2 and "XDP_TX @ 100 pps" in script
+
+
+def test_trex_latency_stream_maps_into_the_same_fields():
+    import json
+
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _trex
+
+    with open(os.path.join(ROOT, "tests", "unit", "fixtures", "trex", "get_pgid_stats_latency.json")) as f:
+        pgid = json.load(f)  # fixture: a T-Rex client's get_pgid_stats (see fixtures/trex/README.md)
+    summary = _trex.latency_summary(pgid, 10, 0, 1, percentiles=latency.PERCENTILES, below_us=(10,))
+    out = latency.from_trex(summary, seconds=11.4)
+    assert out["count"] == 114 and out["sent"] == 114 and out["lost"] == 0 and out["accounted"] is True
+    assert out["average_ns"] == 370_000 and out["min_ns"] == 47_000 and out["max_ns"] == 567_000
+    # legacy buckets: a percentile is its bucket's upper edge (the 57th of 114 frames is in 400..500 us)
+    assert out["p50_ns"] == 500_000 and out["histogram"]["kind"] == "trex_buckets"
+    assert out["share_under_10us"] == 0.0 and out["offered_pps"] == pytest.approx(10.0)
+    assert set(latency.percentile_key(p) + "_ns" for p in latency.PERCENTILES) <= set(out)
