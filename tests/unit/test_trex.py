@@ -318,6 +318,12 @@ def test_latency_takes_any_multiplier_because_t_rex_does_not_scale_the_latency_s
     assert "--percentile 99.9" in joined
     gen = TrexGenerator(params(backend_options={"ports": ["0000:03:00.0"], "latency": True, "mult": "100%"}), None)
     assert gen.multiplier() == "100%"
+    # latency_pps at (or above) the trial's rate: every frame is a latency frame, no load streams, raw multiplier 1
+    opts = {"ports": ["0000:03:00.0"], "latency": True, "latency_pps": 1e5}
+    gen = TrexGenerator(params(rate_pps=1e5, backend_options=opts), None)
+    gen.port, gen.mult = 0, gen.multiplier()
+    joined = " ".join(gen.command())
+    assert gen.mult == "1" and "--tunable load_pps=0 " in joined and "--tunable latency_pps=100000.0 " in joined
 
 
 def test_a_multiplier_is_passed_on_as_the_client_decodes_it():

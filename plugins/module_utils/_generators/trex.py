@@ -147,7 +147,17 @@ class TrexGenerator:
     def multiplier(self):
         # with latency on too: T-Rex does not scale a latency stream by the multiplier (a fixed-rate stream), so
         # udp_latency.py's load streams take any multiplier and a pps one is the total with the latency stream's rate
-        return trex.mult_for(self.p.get("rate_pps") or 0, self.opts["mult"])
+        rate = self.p.get("rate_pps") or 0
+        if self.latency_only():
+            # the latency stream is the whole load: no load streams, and the raw multiplier (a pps one would leave
+            # T-Rex nothing to scale)
+            return "1"
+        return trex.mult_for(rate, self.opts["mult"])
+
+    def latency_only(self):
+        """With latency on and latency_pps >= rate_pps > 0, every frame is a latency frame (load_pps 0)."""
+        rate = self.p.get("rate_pps") or 0
+        return bool(self.opts["latency"] and rate > 0 and self.opts["latency_pps"] >= rate)
 
     def profile_path(self):
         o = self.opts
@@ -162,6 +172,8 @@ class TrexGenerator:
                 t[key] = p[key]
         if o["latency"]:
             t.update(pg_id=o["pg_id"], latency_pps=o["latency_pps"])
+            if self.latency_only():
+                t.update(latency_pps=p["rate_pps"], load_pps=0)
         t.update(o["tunables"])
         return t
 
