@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: latency_report
 short_description: The latency experiment's table beside the paper's, and its CDF figure
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - xdplab.testbed developers (!UNKNOWN)
 description:

@@ -9,12 +9,12 @@ DOCUMENTATION = r"""
 ---
 module: latency_stats
 short_description: Read (or reset) the latency sink's histogram on an interface
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - xdplab.testbed developers (!UNKNOWN)
 description:
   - Reads the maps of C(xdp_latency_sink) (bpf/xdp_latency_sink.bpf.c) attached to O(interface) with
-    M(xdplab.testbed.xdp_program): the per-CPU log-linear histogram of latencies (buckets at most 0.78 % wide,
+    M(xdplab.testbed.xdp_program) - the per-CPU log-linear histogram of latencies (buckets at most 0.78 % wide,
     0 ns to 17 s), the per-CPU summary (count, sum, min, max, sequence gaps, late frames) and the streams'
     sequence numbers.
   - The per-CPU histograms are summed and recorded, bucket by bucket at the bucket's midpoint, into an
@@ -25,7 +25,7 @@ description:
     same clock (CLOCK_MONOTONIC of the same host) when its program runs.
   - O(state=reset) zeroes the maps (before a generator run: its sequence numbers restart at 0).
   - O(state=measured) counts the stamped frames the sink receives over a window (O(warmup), then O(samples) x
-    O(interval)) and returns the one measurement shape (C(measurement), at C(generator_rx)): the measure task of
+    O(interval)) and returns the one measurement shape (C(measurement), at C(generator_rx)) - the measure task of
     the latency floor, where no DUT counts.
 extends_documentation_fragment: []
 attributes:
