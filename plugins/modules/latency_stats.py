@@ -75,7 +75,7 @@ requirements:
   - the PyPI package hdrhistogram in the module's Python (on the virtual lab: the controller's venv)
 notes:
   - The stamp includes what happens to a frame between the generator program's run and the sink program's run
-    on the same machine: the generator's batch flush, the DUT and the veth hops. The floor (generator straight to
+    on the same machine - the generator's batch flush, the DUT and the veth hops. The floor (generator straight to
     its sink) measures what the method itself adds.
 """
 
