@@ -23,7 +23,7 @@ description:
   - The frames are stamped by C(xdplab-trafficgen --latency-stamp) (O(xdplab.testbed.traffic_generator)
     option C(latency_stamp)) with C(bpf_ktime_get_ns()) when the generator's program runs; the sink reads the
     same clock (CLOCK_MONOTONIC of the same host) when its program runs.
-  - O(state=reset) zeroes the maps (before a generator run: its sequence numbers restart at 0).
+  - O(state=reset) zeroes the maps (before a generator run, whose sequence numbers restart at 0).
   - O(state=measured) counts the stamped frames the sink receives over a window (O(warmup), then O(samples) x
     O(interval)) and returns the one measurement shape (C(measurement), at C(generator_rx)) - the measure task of
     the latency floor, where no DUT counts.
@@ -72,7 +72,7 @@ options:
     default: true
 requirements:
   - libbpf.so.1 on the target
-  - the PyPI package hdrhistogram in the module's Python (on the virtual lab: the controller's venv)
+  - the PyPI package hdrhistogram in the Python of the module (on the virtual lab, the venv of the controller)
 notes:
   - The stamp includes what happens to a frame between the generator program's run and the sink program's run
     on the same machine - the generator's batch flush, the DUT and the veth hops. The floor (generator straight to
