@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+/* xdp_forward.bpf.c: forward every frame out of another port through a devmap (the XDP paper's
+ * XDP_REDIRECT test; kernel sample xdp_redirect_map). The Ethernet addresses are swapped first, as the
+ * sample does, so the program does the same work per frame as xdp_bench_tx with touch swapmac.
+ *
+ * tx_ports holds the egress ifindex under key TX_PORT_KEY; userspace fills it after load
+ * (xdplab.testbed.xdp_program map_entries: {tx_ports: {0: <egress interface>}}). An empty entry makes
+ * bpf_redirect_map return the flags' low bits (XDP_ABORTED = 0): the frame is dropped and the driver counts
+ * it as a drop, never silently as forwarded.
+ *
+ * The program counts nothing: the drivers' own per-queue counters count (veth rx_queue_N_xdp_redirect on the
+ * ingress port, tx_queue_N_xdp_xmit on the egress port; plugins/module_utils/_driver_counters.py).
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_helpers.h>
+
+#include "xdp_forward.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__type(key, __u32);
+	__type(value, __u32); /* egress ifindex */
+	__uint(max_entries, TX_PORTS_ENTRIES);
+} tx_ports SEC(".maps");
+
+/* Swap the Ethernet source and destination addresses in place. */
+static __always_inline void swap_mac(struct ethhdr *eth)
+{
+	__u8 tmp[ETH_ALEN];
+
+	__builtin_memcpy(tmp, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, tmp, ETH_ALEN);
+}
+
+SEC("xdp")
+int xdp_fwd_redirect_map(struct xdp_md *ctx)
+{
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = (void *)(long)ctx->data;
+
+	if ((void *)(eth + 1) > data_end)
+		return XDP_ABORTED;
+	swap_mac(eth);
+	return bpf_redirect_map(&tx_ports, TX_PORT_KEY, XDP_ABORTED);
+}
+
+char _license[] SEC("license") = "GPL";
