@@ -15,6 +15,11 @@ cost of their bpf_ktime_get_ns(). Medians over ROUNDS rounds; the two phases of 
 Also prints clock_getres(CLOCK_MONOTONIC), the resolution of the clock both programs read.
 
     sudo .venv/bin/python benchmarks/latency_cost.py [--rounds 5] [--seconds 3]
+
+``--prog-run`` measures the programs alone instead, without traffic, namespaces or an attached program: BPF_PROG_RUN
+(not live) of each program REPEAT times on one 64-byte frame, the kernel's average ns per run (opts.duration):
+xdp_trafficgen with stamp_latency 0 and 1, xdp_bare_drop and xdp_latency_sink on a frame stamped just before
+(its latency stays in the histogram's range; every run after the first takes the sink's "late" branch).
 """
 
 from __future__ import annotations
@@ -97,13 +102,78 @@ class Lab:
         return ns_per_packet(g0, g1)[0], ns_per_packet(s0, s1)[0], summary["pps"] / 1e6
 
 
+def prog_run_costs(rounds, repeat):
+    """{name: [ns per run, one per round]} of the four programs through BPF_PROG_RUN (see the docstring)."""
+    import ctypes
+    import struct
+
+    sys.path.insert(0, os.path.join(ROOT, "collections"))
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _latency, _libbpf
+
+    lib = _libbpf.load_library()
+
+    def frame(stamped):
+        eth = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00"
+        ip = bytes([0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2])
+        udp = struct.pack("!HHHH", 9, 12, 26, 0)
+        payload = (struct.pack(">I", _latency.STAMP_MAGIC) + struct.pack("<IQH", 0, time.monotonic_ns(), 0)
+                   if stamped else bytes(_latency.STAMP.size))  # fmt: skip
+        return eth + ip + udp + payload
+
+    def run_ns(fd, data):
+        buf_in = ctypes.create_string_buffer(data, len(data))
+        buf_out = ctypes.create_string_buffer(len(data) + 256)
+        opts = _libbpf._BpfTestRunOpts(sz=ctypes.sizeof(_libbpf._BpfTestRunOpts))
+        opts.data_in, opts.data_size_in = ctypes.cast(buf_in, ctypes.c_void_p), len(data)
+        opts.data_out, opts.data_size_out = ctypes.cast(buf_out, ctypes.c_void_p), len(buf_out)
+        opts.repeat = repeat
+        ret = lib.bpf_prog_test_run_opts(fd, ctypes.byref(opts))
+        if ret < 0:
+            raise RuntimeError(f"BPF_PROG_RUN failed: {os.strerror(-ret)}")
+        return opts.duration
+
+    objs, fds = [], {}
+    for name, path, prog, rodata in (("trafficgen", GEN_OBJ, "xdp_trafficgen", {"stamp_latency": 0, "egress_ifindex": 1}),
+                                     ("trafficgen+stamp", GEN_OBJ, "xdp_trafficgen", {"stamp_latency": 1, "egress_ifindex": 1}),
+                                     ("bare_drop", BARE_OBJ, "xdp_bare_drop", {}),
+                                     ("latency_sink", SINK_OBJ, "xdp_latency_sink", {})):  # fmt: skip
+        obj = _libbpf.BpfObject(path)
+        obj.only_load(prog)
+        if rodata:
+            obj.set_rodata(rodata)
+        obj.load()
+        objs.append(obj)
+        fds[name] = obj.program_fd(obj.find_program(prog))
+    out = {name: [] for name in fds}
+    try:
+        for _ in range(rounds):
+            for name, fd in fds.items():
+                out[name].append(run_ns(fd, frame(name == "latency_sink")))
+    finally:
+        for obj in objs:
+            obj.close()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--prog-run", action="store_true", help="the programs alone through BPF_PROG_RUN, no traffic")
+    ap.add_argument("--repeat", type=int, default=5_000_000)
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("latency_cost.py: needs root (namespaces, XDP, bpf_stats)")
+    if args.prog_run:
+        sh("make", "-s", "-C", os.path.join(ROOT, "bpf"), "all", "build/xdp_latency_sink.bpf.o")
+        costs = prog_run_costs(args.rounds, args.repeat)
+        med = {k: statistics.median(v) for k, v in costs.items()}
+        for k, v in costs.items():
+            print(f"{k}: {', '.join(str(x) for x in v)} ns/run (median {med[k]})")
+        print(f"clock_getres(CLOCK_MONOTONIC): {time.clock_getres(time.CLOCK_MONOTONIC) * 1e9:.0f} ns")
+        print(f"stamping costs the generator program {med['trafficgen+stamp'] - med['trafficgen']:.0f} ns/pkt; "
+              f"the histogram path costs the sink {med['latency_sink'] - med['bare_drop']:.0f} ns/pkt over XDP_DROP")
+        return
     sh("make", "-s", "-C", os.path.join(ROOT, "bpf"), "all", "build/xdp_latency_sink.bpf.o")
     res_s = time.clock_getres(time.CLOCK_MONOTONIC)
     with open(STATS_SYSCTL) as f:
