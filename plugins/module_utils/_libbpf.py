@@ -240,6 +240,9 @@ def load_library():
     info_name = "bpf_prog_get_info_by_fd" if hasattr(lib, "bpf_prog_get_info_by_fd") else "bpf_obj_get_info_by_fd"
     lib.xdplab_get_info = _signature(lib, info_name, i, [i, vp, ctypes.POINTER(u32)])
     _signature(lib, "bpf_map_lookup_elem", i, [i, vp, vp])
+    _signature(lib, "bpf_map_update_elem", i, [i, vp, vp, ctypes.c_uint64])
+    _signature(lib, "bpf_object__find_map_by_name", vp, [vp, cp])
+    _signature(lib, "bpf_map__fd", i, [vp])
     _signature(lib, "libbpf_num_possible_cpus", i, [])
     _signature(lib, "bpf_program__type", i, [vp])
     _signature(lib, "bpf_map_create", i, [i, cp, u32, u32, u32, vp])
@@ -416,6 +419,13 @@ class BpfObject:
                 raise LibbpfError(f".rodata variable {name} lies outside the section", errno=_errno.ERANGE)
             ctypes.memmove(ptr + off, encode_int(name, value, vsize), vsize)
 
+    def map_fd(self, name):
+        """fd of the loaded object's map ``name`` (LibbpfError naming the maps when there is none)."""
+        m = self.lib.bpf_object__find_map_by_name(self.obj, name.encode())
+        if not m:
+            raise LibbpfError(f"{self.path} has no map {name}", errno=_errno.ENOENT)
+        return _check(self.lib.bpf_map__fd(m), f"map {name} has no fd (object not loaded)")
+
     # --- load -----------------------------------------------------------
     def load(self):
         with capture_stderr() as log:
@@ -584,6 +594,32 @@ def _lookup(fd, key, key_size, buf):
     k = ctypes.create_string_buffer(int(key).to_bytes(key_size, "little"), key_size)
     ret = lib.bpf_map_lookup_elem(fd, k, buf)
     _check(ret, f"bpf_map_lookup_elem(key {key})")
+
+
+def update_elem(fd, key, value, key_size=4, value_size=4):
+    """Set one entry of a map (integer key and value, little-endian), from the caller's network namespace:
+    a devmap resolves an ifindex value in the namespace of the process that updates it."""
+    lib = load_library()
+    k = ctypes.create_string_buffer(int(key).to_bytes(key_size, "little"), key_size)
+    v = ctypes.create_string_buffer(int(value).to_bytes(value_size, "little"), value_size)
+    _check(lib.bpf_map_update_elem(fd, k, v, 0), f"bpf_map_update_elem(key {key}, value {value})")
+
+
+def lookup_int(map_id, key):
+    """Integer value of ``key`` in map ``map_id``, or None when the entry is empty (ENOENT)."""
+    fd = map_fd_by_id(map_id)
+    try:
+        info = _map_info_fd(fd)
+        buf = ctypes.create_string_buffer(info["value_size"])
+        try:
+            _lookup(fd, key, info["key_size"], buf)
+        except LibbpfError as exc:
+            if exc.errno == _errno.ENOENT:
+                return None
+            raise
+        return int.from_bytes(buf.raw[:4], "little")
+    finally:
+        _close(fd)
 
 
 def read_array(map_id):

@@ -78,6 +78,16 @@ options:
       - Variables not given keep the value compiled into the object.
     type: dict
     default: {}
+  map_entries:
+    description:
+      - "Entries to put in the program's maps after load and before attach, C({map name: {key: value}}), integer
+        keys and values (4 bytes each), for example the egress port of a devmap
+        (C({tx_ports: {0: veth-dut1}}), bpf/xdp_forward.bpf.c). A value may be an interface name, resolved to its
+        ifindex in the module's network namespace; the kernel resolves a devmap's ifindex in the namespace of the
+        process that updates it, so the egress port must be on this host (another host's port is refused here)."
+      - Part of the idempotency test, the attached program's entries are read back and compared.
+    type: dict
+    default: {}
   variant:
     description:
       - Which build of the program to load. V(core) is O(object) with its C(.rodata) variables set at load time;
@@ -167,6 +177,11 @@ variables:
   returned: always
   type: dict
   sample: {touch_mode: 1, redirect_ifindex: 0}
+map_entries:
+  description: "The entries of O(map_entries) read back from the attached program's maps (C({map: {key: value}}))."
+  returned: always
+  type: dict
+  sample: {tx_ports: {"0": 3}}
 variant:
   description: Which build was loaded, V(core) or V(nocore) (null after O(state=absent)).
   returned: always
@@ -236,6 +251,43 @@ def resolve_variables(variables):
                     f"variable {name}: {value!r} is not an integer (only *_ifindex variables take interface names)"
                 ) from None
     return out
+
+
+def resolve_map_entries(entries):
+    """{map: {int key: int value}} from the option; a value that is not an integer is an interface name here."""
+    out = {}
+    for name, table in (entries or {}).items():
+        if not isinstance(table, dict):
+            raise ValueError(f"map_entries.{name}: expected a mapping of key to value, got {table!r}")
+        resolved = {}
+        for key, value in table.items():
+            try:
+                k = int(str(key).strip(), 0)
+            except ValueError:
+                raise ValueError(f"map_entries.{name}: key {key!r} is not an integer") from None
+            if isinstance(value, bool):
+                raise ValueError(f"map_entries.{name}[{key}]: expected an integer or an interface name")
+            try:
+                v = int(str(value).strip(), 0)
+            except ValueError:
+                v = interface_index(str(value).strip())
+            resolved[k] = v
+        out[str(name)] = resolved
+    return out
+
+
+def read_map_entries(prog_id, wanted):
+    """The attached program's entries for the maps and keys of ``wanted`` ({map: {key: value or None}})."""
+    out = {}
+    for name, table in wanted.items():
+        info = libbpf.find_prog_map(prog_id, name=libbpf_name(name))
+        out[name] = {key: (libbpf.lookup_int(info["id"], key) if info else None) for key in table}
+    return out
+
+
+def libbpf_name(name):
+    """The kernel keeps 15 characters of a map's name."""
+    return name[: libbpf.BPF_OBJ_NAME_LEN - 1]
 
 
 def file_sha256(path):
@@ -332,7 +384,7 @@ class XdpProgram:
         self.params = module.params
         self.interface = self.params["interface"]
         self.records = AttachRecords(self.params["state_dir"])
-        self.result = {"changed": False, "interface": self.interface, "kernel_features": {}}
+        self.result = {"changed": False, "interface": self.interface, "kernel_features": {}, "map_entries": {}}
         try:
             self.ifindex = interface_index(self.interface)
         except ValueError as exc:
@@ -458,6 +510,7 @@ class XdpProgram:
         program, mode = self.params["program"], self.params["mode"]
         try:
             wanted_vars = resolve_variables(self.params["variables"])
+            wanted_maps = resolve_map_entries(self.params["map_entries"])
         except ValueError as exc:
             self.fail(str(exc))
         obj = self.open_object()
@@ -487,6 +540,7 @@ class XdpProgram:
                 "object_sha256": sha,
                 "variant": variant,
                 "object": os.path.abspath(obj.path),
+                "map_entries": wanted_maps,
             }
             before = self.current()
             if before and not before["variables"] and layout:
@@ -494,6 +548,7 @@ class XdpProgram:
             self.result["previous"] = {"id": before["id"], "name": before["name"], "mode": before["mode"]} if before else None
             if before and self.same(before, desired, layout):
                 self.report(before)
+                self.result["map_entries"] = read_map_entries(before["id"], wanted_maps)
                 if not self.module.check_mode:
                     self.records.prune()
                 return
@@ -502,6 +557,7 @@ class XdpProgram:
                 self.result["diff"] = {"before": self.diff_view(before), "after": self.diff_view(desired)}
             if self.module.check_mode:
                 self.report(dict(desired, id=None, tag=None))
+                self.result["map_entries"] = desired["map_entries"]
                 return
             self.attach(obj, desired, layout, before)
         finally:
@@ -512,6 +568,8 @@ class XdpProgram:
         if before["object_sha256"] is None or before["object_sha256"] != desired["object_sha256"]:
             return False
         if kernel_name(before["name"]) != kernel_name(desired["name"]) or before["mode"] != desired["mode"]:
+            return False
+        if desired["map_entries"] and read_map_entries(before["id"], desired["map_entries"]) != desired["map_entries"]:
             return False
         if desired["variant"] == "nocore":
             # the variant file (its checksum) holds the compiled-in values; the record says which were asked
@@ -532,6 +590,14 @@ class XdpProgram:
                 f"the kernel rejected {desired['name']} from {obj.path}: {exc}. Verifier log (tail):\n{tail}",
                 verifier_log=tail,
             )
+        for name, table in desired["map_entries"].items():
+            try:
+                fd = obj.map_fd(name)
+                for key, value in table.items():
+                    libbpf.update_elem(fd, key, value)
+            except libbpf.LibbpfError as exc:
+                self.fail(f"cannot set map_entries.{name} of {desired['name']} ({table}): {exc}; a devmap takes the "
+                          f"ifindex of an interface on this host that can transmit XDP frames (ndo_xdp_xmit)")
         prog_fd = obj.program_fd(prog)
         old_fd = None
         # a failed attach changed nothing, unless the old program was already detached
@@ -566,6 +632,7 @@ class XdpProgram:
                 "ifindex": self.ifindex,
                 "variables": desired["variables"],
                 "variant": desired["variant"],
+                "map_entries": {m: {str(k): v for k, v in t.items()} for m, t in desired["map_entries"].items()},
                 "layout": {k: list(v) for k, v in layout.items()},
             },
         )
@@ -573,6 +640,7 @@ class XdpProgram:
             self.records.remove(before["id"])
         self.records.prune()
         self.report(self.current())
+        self.result["map_entries"] = read_map_entries(info["id"], desired["map_entries"])
 
     def attach_error(self, exc, mode):
         kernel = exc.log_tail(5)
@@ -635,6 +703,7 @@ def main():
             "program": {"type": "str"},
             "mode": {"type": "str", "choices": ["native", "skb", "hw"], "default": "native"},
             "variables": {"type": "dict", "default": {}},
+            "map_entries": {"type": "dict", "default": {}},
             "state_dir": {"type": "path", "default": "/run/xdplab/xdp"},
             "variant": {"type": "str", "choices": ["auto", "core", "nocore"], "default": "auto"},
         },

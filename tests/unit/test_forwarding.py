@@ -97,3 +97,13 @@ def test_the_record_lifts_the_section_from_the_measurement():
                                measurement=meas, generator={"offered_pps": SENT / 3, "sent": SENT, "elapsed_s": 3.0})
     assert rec["forwarding"]["received_packets"] == BACK and "forwarding" not in rec["result"]["details"]
     assert rec["provenance"]["measurement"]["at"] == "generator_rx"
+
+
+def test_devmap_entries_resolve_interfaces_of_this_host_only():
+    from ansible_collections.xdplab.testbed.plugins.modules import xdp_program
+
+    assert xdp_program.resolve_map_entries({"tx_ports": {"0": "lo", 1: 7}}) == {"tx_ports": {0: 1, 1: 7}}
+    with pytest.raises(ValueError, match="veth-not-here does not exist in this network namespace"):
+        xdp_program.resolve_map_entries({"tx_ports": {0: "veth-not-here"}})
+    with pytest.raises(ValueError, match="key 'a' is not an integer"):
+        xdp_program.resolve_map_entries({"tx_ports": {"a": 1}})

@@ -1,0 +1,272 @@
+#!/usr/bin/python
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: rx_counters
+short_description: Count frames where they arrive (the generator's receive ports) and snapshot a host's port counters
+version_added: 0.1.0
+author:
+  - xdplab.testbed developers (!UNKNOWN)
+description:
+  - The far-side counter of the forwarding experiments (issue 9). On each of O(devices) (the generator's receive
+    ports) a cheap counting drop program (bpf/xdp_bare_drop, attached by M(xdplab.testbed.xdp_program)) drops every
+    frame and the driver counts it (veth C(rx_queue_N_xdp_drops), mlx5 C(rxN_xdp_drop), names from
+    plugins/module_utils/_driver_counters.py). O(count=xdp_drop) reads those; any other value names an
+    C(ethtool -S) counter (C({queue}) for a per-queue one) or an interface statistic prefixed C(if_)
+    (C(if_rx_packets) is /sys/class/net/DEV/statistics/rx_packets).
+  - Each snapshot reads C(ethtool -S), C(ethtool -i) (the driver) and the interface statistics of every device of
+    O(devices) and O(extra_devices), timed on CLOCK_MONOTONIC.
+  - Three uses. O(snapshot_only=true) returns RV(snapshot) and waits for nothing. O(since) (an earlier
+    RV(snapshot) of the same devices) returns what was counted between it and now, without sleeping, so two hosts
+    (the generator's receive side and the DUT) can be bracketed around one measuring task. Neither samples like
+    every measuring module (O(warmup), then O(samples) intervals).
+  - "RV(measurement) is the one measurement shape, C(source) C({kind: driver_counters, at: O(at), counter, devices});
+    RV(agreement) compares the count with the receiving interfaces' own C(if_rx_packets) over the same window."
+extends_documentation_fragment:
+  - xdplab.testbed.attributes.read_only
+  - xdplab.testbed.sampling
+  - xdplab.testbed.measurement
+options:
+  devices:
+    description: The ports whose frames are counted, in the module's network namespace.
+    type: list
+    elements: str
+    required: true
+  extra_devices:
+    description:
+      - Ports only snapshotted, not counted (the generator's sending port, whose C(tx_queue_N_xdp_xmit_errors)
+        are the frames the DUT's ring refused; the DUT's ports).
+    type: list
+    elements: str
+    default: []
+  count:
+    description:
+      - V(xdp_drop) the driver's XDP drop counter (a counting drop program must be attached), or a counter name.
+    type: str
+    default: xdp_drop
+  at:
+    description: Where this counts, for RV(measurement)'s C(source.at).
+    type: str
+    choices: [generator_rx, dut]
+    default: generator_rx
+  snapshot_only:
+    description: Return RV(snapshot) only.
+    type: bool
+    default: false
+  since:
+    description: An earlier RV(snapshot); the result covers the time from it to now.
+    type: dict
+  ethtool:
+    description: Path or name of the ethtool binary.
+    type: str
+    default: ethtool
+requirements:
+  - ethtool on the target
+seealso:
+  - module: xdplab.testbed.ethtool_stats
+  - module: xdplab.testbed.xdp_program
+notes:
+  - On hardware with T-Rex the far side is T-Rex's per-port RX counters instead (the trex backend).
+"""
+
+EXAMPLES = r"""
+- name: Before the measurement, on the generator
+  xdplab.testbed.rx_counters:
+    devices: [veth-tg1]
+    extra_devices: [veth-tg0]
+    snapshot_only: true
+  register: far_before
+
+- name: After it, what came back
+  xdplab.testbed.rx_counters:
+    devices: [veth-tg1]
+    extra_devices: [veth-tg0]
+    since: "{{ far_before.snapshot }}"
+  register: far
+"""
+
+RETURN = r"""
+snapshot:
+  description: "C({t, devices: {dev: {driver, stats}}}): C(t) on CLOCK_MONOTONIC, C(stats) ethtool -S plus C(if_*)."
+  returned: always
+  type: dict
+  sample: {t: 1234.5, devices: {veth-tg1: {driver: veth, stats: {rx_queue_0_xdp_drops: 10, if_rx_packets: 10}}}}
+measurement:
+  description: The one measurement shape of what O(devices) counted (null with O(snapshot_only)).
+  returned: always
+  type: dict
+  sample: {pps: 61530.0, packets: 184592, source: {kind: driver_counters, at: generator_rx}}
+counted:
+  description:
+    - "C({packets, per_rxq, counter, own_counter, own_packets, agreement_pct}) over the window."
+    - Null with O(snapshot_only).
+  returned: always
+  type: dict
+deltas:
+  description: "C({dev: {counter: delta}}) of every device over the window (null with O(snapshot_only))."
+  returned: always
+  type: dict
+agreement:
+  description: "Percent by which the count differs from the devices' own C(if_rx_packets) (null without traffic)."
+  returned: always
+  type: float
+  sample: 0.0
+"""
+
+import os
+import re
+from time import monotonic, sleep
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _forwarding as forwarding
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement as measurement
+
+_NAME = re.compile(r"^[A-Za-z0-9_.:@+-]{1,15}$")
+
+
+class RxCounters:
+    """Does the work; main() only wires it."""
+
+    def __init__(self, module, clock=monotonic, wait=sleep, sysfs="/sys/class/net"):
+        self.module, self.p = module, module.params
+        self.clock, self.sleep, self.sysfs = clock, wait, sysfs
+        self.devices = list(dict.fromkeys(self.p["devices"]))
+        self.extra = [d for d in dict.fromkeys(self.p["extra_devices"]) if d not in self.devices]
+        self.result = {"changed": False, "measurement": None, "counted": None, "deltas": None, "agreement": None}
+
+    def fail(self, msg):
+        self.module.fail_json(msg=msg, **self.result)
+
+    def validate(self):
+        if not self.devices:
+            self.fail("devices must name at least one receive port")
+        bad = [d for d in self.devices + self.extra if not _NAME.match(str(d))]
+        if bad:
+            self.fail(f"invalid interface name(s) {bad}: at most 15 characters, letters, digits and _.:@+-")
+        for dev in self.devices + self.extra:
+            if not os.path.isdir(os.path.join(self.sysfs, dev)):
+                here = ", ".join(sorted(os.listdir(self.sysfs))) if os.path.isdir(self.sysfs) else "?"
+                self.fail(f"interface {dev} does not exist on this host (network namespace); interfaces here: {here}. "
+                          f"Run the task on the host that owns it (delegate_to the generator for its receive ports)")
+
+    def if_stats(self, dev):
+        out = {}
+        for name in forwarding.IF_STATS:
+            try:
+                with open(os.path.join(self.sysfs, dev, "statistics", name)) as fh:
+                    out[forwarding.IF_PREFIX + name] = int(fh.read().strip())
+            except (OSError, ValueError):
+                continue
+        return out
+
+    def read_device(self, dev):
+        try:
+            stats = ethtool.stats(self.module.run_command, dev, ethtool=self.p["ethtool"])
+            driver = ethtool.driver_info(self.module.run_command, dev, ethtool=self.p["ethtool"]).get("driver", "")
+        except ethtool.EthtoolError as exc:
+            self.fail(f"cannot read the counters of {dev}: {exc}")
+        stats.update(self.if_stats(dev))
+        return {"driver": driver, "stats": stats}
+
+    def snapshot(self):
+        t0 = self.clock()
+        devices = {d: self.read_device(d) for d in self.devices + self.extra}
+        return {"t": (t0 + self.clock()) / 2.0, "devices": devices}
+
+    def check_since(self, since):
+        if not isinstance(since, dict) or "t" not in since or not isinstance(since.get("devices"), dict):
+            self.fail("since must be the snapshot an earlier call returned (keys t and devices)")
+        missing = [d for d in self.devices + self.extra if d not in since["devices"]]
+        if missing:
+            self.fail(f"since has no snapshot of {missing}: take it with the same devices and extra_devices")
+
+    def count(self, before, after):
+        try:
+            return forwarding.counted(
+                {"devices": {d: before["devices"][d] for d in self.devices}},
+                {"devices": {d: after["devices"][d] for d in self.devices}},
+                self.p["count"],
+            )
+        except ValueError as exc:
+            self.fail(f"{exc}; attach a counting drop program to the receive ports (bpf/xdp_bare_drop) or name a "
+                      f"counter with count")
+
+    def source(self):
+        return {"kind": "driver_counters", "at": self.p["at"], "counter": self.p["count"], "devices": self.devices}
+
+    def between(self, snaps):
+        """Result over [(t, snapshot), ...]: the first and last bound the window."""
+        first, last = snaps[0][1], snaps[-1][1]
+        seconds = last["t"] - first["t"]
+        if seconds <= 0:
+            self.fail(f"the window between the two snapshots is {seconds:.6f} s: pass a snapshot taken earlier")
+        total = self.count(first, last)
+        samples = []
+        for (_ta, a), (_tb, b) in zip(snaps, snaps[1:]):
+            n = self.count(a, b)["packets"]
+            dt = b["t"] - a["t"]
+            samples.append({"t": round(b["t"] - first["t"], 6), "seconds": round(dt, 6), "packets": n,
+                            "pps": n / dt if dt > 0 else 0.0})
+        per_rxq = [{"queue": q["queue"], "device": q["device"], "pps": q["packets"] / seconds}
+                   for q in total["per_rxq"]]
+        window = measurement.window_of(first["t"], last["t"])
+        self.result.update(
+            counted=total,
+            deltas=forwarding.device_deltas(first, last),
+            agreement=total["agreement_pct"],
+            measurement=measurement.measurement(
+                total["packets"] / seconds, window, self.source(), packets=total["packets"], per_rxq=per_rxq,
+                samples=samples,
+                details={"own_counter": total["own_counter"], "own_packets": total["own_packets"],
+                         "agreement_pct": total["agreement_pct"], "counter_names": total["counter"]}),
+        )
+
+    def run(self):
+        self.validate()
+        if self.p["snapshot_only"] and self.p["since"]:
+            self.fail("snapshot_only and since exclude each other")
+        if self.p["snapshot_only"]:
+            self.result["snapshot"] = self.snapshot()
+            return self.result
+        if self.p["since"]:
+            self.check_since(self.p["since"])
+            now = self.snapshot()
+            self.result["snapshot"] = now
+            self.between([(self.p["since"]["t"], self.p["since"]), (now["t"], now)])
+            return self.result
+        try:
+            sampler = measurement.Sampler.from_params(self.p, clock=self.clock, sleep=self.sleep)
+        except measurement.SamplingError as exc:
+            self.fail(str(exc))
+        snaps = sampler.run(self.snapshot)
+        self.result["snapshot"] = snaps[-1][1]
+        self.between(snaps)
+        return self.result
+
+
+def argument_spec():
+    return dict(
+        measurement.SAMPLING_ARGUMENT_SPEC,
+        devices=dict(type="list", elements="str", required=True),
+        extra_devices=dict(type="list", elements="str", default=[]),
+        count=dict(type="str", default="xdp_drop"),
+        at=dict(type="str", choices=[measurement.AT_GENERATOR_RX, measurement.AT_DUT], default="generator_rx"),
+        snapshot_only=dict(type="bool", default=False),
+        since=dict(type="dict"),
+        ethtool=dict(type="str", default="ethtool"),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module.exit_json(**RxCounters(module).run())
+
+
+if __name__ == "__main__":
+    main()
