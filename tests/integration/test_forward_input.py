@@ -1,0 +1,44 @@
+"""Bad input to the forwarding experiment (issue 9) gets a clear error before anything on the system changes:
+an egress port that is the ingress port, a redirect to a port of another host (the generator's), a ring size the
+driver refuses (veth has no rings; mlx5 takes 64 to 8192 descriptors)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+MLX5 = {"xdplab_dut_ports": [{"name": "veth-dut0", "driver": "mlx5_core"}]}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"xdplab_dut_egress_interface": "veth-dut0"},
+         "the systems xdp_redirect, linux_forward send out of a second port, but xdplab_dut_egress_interface is "
+         "'veth-dut0' and the ingress port (xdplab_dut_interface) is veth-dut0"),
+        ({"xdplab_dut_egress_interface": "veth-tg1"},
+         "xdplab_dut_egress_interface veth-tg1 is a port of tg"),
+        ({"paper_forward_ring_sizes": [256, 512]},
+         "the veth driver has no RX/TX rings to size (ethtool -G: Operation not supported)"),
+        (dict(MLX5, paper_forward_ring_sizes=[256, 16384]),
+         "ring sizes [256, 16384] for veth-dut0 (driver mlx5_core): the driver takes 64 to 8192 descriptors per ring"),
+    ],
+    ids=["egress-is-ingress", "egress-on-generator", "veth-rings", "mlx5-ring-limit"],
+)
+def test_refused_before_any_change(extra, message, tmp_path):
+    # --tags never_any: only the always-tagged input checks run, so a missed refusal changes nothing either
+    res = subprocess.run(
+        [PLAYBOOK, "-i", "inventories/vlab", "playbooks/paper_forward.yml", "-e", json.dumps(extra), "--tags", "never_any",
+         "-e", "experiment_results_dir=%s" % tmp_path],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode != 0, out[-2000:]
+    assert message in out, out[-2000:]
+    assert "forward_input.yml" in out
+    assert not list(tmp_path.rglob("*.jsonl"))
