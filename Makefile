@@ -12,11 +12,12 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
 export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
-.PHONY: paper-drop paper-drop-cpu site test lint sanity unit integration molecule bench testbed-down system-deps clean help
+.PHONY: paper-drop paper-drop-cpu paper-forward site test lint sanity unit integration molecule bench testbed-down system-deps clean help
 
 help:
 	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
 	@echo "make paper-drop-cpu  DUT CPU usage by offered load"
+	@echo "make paper-forward  forwarding by cores (XDP_TX, XDP_REDIRECT devmap, Linux routing), counted where frames return"
 	@echo "make site         build the testbed from bare machines (INVENTORY=inventories/lab)"
 	@echo "make test         lint + unit + integration + molecule"
 	@echo "make bench        benchmarks (figures in docs/BENCHMARKS.md)"
@@ -52,6 +53,12 @@ paper-drop-cpu: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_drop_cpu.yml $(ARGS)
 	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_drop_cpu/*/report.md; do cat "$$f"; echo; done
 
+# the forwarding experiment (issue 9): forwarded Mpps by cores, counted at the generator's receive port, same trap
+paper-forward: $(VENV)/.run-deps
+	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_forward.yml $(ARGS)
+	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_forward/*/report.md; do cat "$$f"; echo; echo "($$f, figure paper_forward_mpps.png beside it)"; done
+
 # build the testbed (kernel, T-Rex, tuning, bpf/, DPDK) and check it: INVENTORY=inventories/lab
 site: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/site.yml $(ARGS)
@@ -75,7 +82,7 @@ lint: $(VENV)/.test-deps
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ansible-lint --offline
-	for p in paper_drop paper_drop_cpu site drift_check testbed_up testbed_down; do \
+	for p in paper_drop paper_drop_cpu paper_forward site drift_check testbed_up testbed_down; do \
 	  for i in lab vlab; do $(ANSIBLE_PLAYBOOK) -i inventories/$$i playbooks/$$p.yml --syntax-check >/dev/null || exit 1; done; done
 
 # ansible-test sanity of the collection (as ansible-galaxy would ship it), from PyPI alone: tests/sanity/run.py says how.
