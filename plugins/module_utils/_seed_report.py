@@ -60,6 +60,18 @@ def _pct(frac):
     return "%+.1f %%" % (100.0 * frac) if isinstance(frac, (int, float)) else "-"
 
 
+def _consistent(rec):
+    """The record's tcp section with busy and CPU per Gbit/s from /proc/stat (one source for every trial)."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _tcp
+
+    t = dict(rec["tcp"])
+    busy = _tcp.proc_stat_busy((rec.get("result") or {}).get("cpu"))
+    if busy is not None and t.get("goodput_gbit"):
+        t["cpu"] = dict(t.get("cpu") or {}, busy=busy, busy_source="proc_stat (tick-sampled)")
+        t["cpu_per_gbit"] = busy / t["goodput_gbit"]
+    return t
+
+
 def tcp_rows(records):
     """One row per (program, streams, window): n and the means of the record's tcp section."""
     groups = {}
@@ -70,7 +82,7 @@ def tcp_rows(records):
     rows = []
     for key in sorted(groups, key=lambda k: (TCP_PROGRAMS.index(k[0]) if k[0] in TCP_PROGRAMS else 99, k[1], k[2])):
         recs = groups[key]
-        tcp = [r["tcp"] for r in recs]
+        tcp = [_consistent(r) for r in recs]
         cpu = [t.get("cpu") or {} for t in tcp]
         pps = [(r.get("result") or {}).get("pps") for r in recs]
         counters = {}

@@ -57,6 +57,12 @@ def cpu_split(per_cpu):
     return out
 
 
+def proc_stat_busy(per_cpu):
+    """Mean busy % of the DUT CPUs as /proc/stat counts it (cpu_usage per_cpu busy)."""
+    vals = [float(c["busy"]) for c in per_cpu or () if isinstance(c, dict) and isinstance(c.get("busy"), (int, float))]
+    return sum(vals) / len(vals) if vals else None
+
+
 def tcp_section(tcp, cpu_busy=None, per_cpu=None, cpu_detail=None, driver=None):
     if not isinstance(tcp, dict):
         raise TcpError("tcp must be the iperf3 client's result (the generator summary's tcp), got %r" % type(tcp).__name__)
@@ -74,12 +80,17 @@ def tcp_section(tcp, cpu_busy=None, per_cpu=None, cpu_detail=None, driver=None):
         )
     split = cpu_split(per_cpu)
     detail = cpu_detail or {}
+    # one source for every trial: /proc/stat's busy of the DUT CPUs (cpu_usage's precise source, per-thread
+    # runtime, is kept beside it: it is not available for every trial, so trials would not compare)
+    busy = proc_stat_busy(per_cpu)
     out["cpu"] = dict(
-        busy=cpu_busy,
-        busy_source=detail.get("busy_source") or "proc_stat",
+        busy=busy,
+        busy_source="proc_stat (tick-sampled)",
+        precise_busy=cpu_busy,
+        precise_source=detail.get("busy_source"),
         split_source="proc_stat (tick-sampled)",
         **split,
     )
     gbit = tcp["goodput_gbit"]
-    out["cpu_per_gbit"] = cpu_busy / gbit if isinstance(cpu_busy, (int, float)) and gbit > 0 else None
+    out["cpu_per_gbit"] = busy / gbit if isinstance(busy, (int, float)) and gbit > 0 else None
     return out

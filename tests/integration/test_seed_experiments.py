@@ -126,7 +126,7 @@ def test_one_tcp_trial_through_xdp_pass(lab, build, tmp_path):
                      status="ok", started_at="2026-12-01T13:00:00Z", measurement=measured["measurement"], cpu=cpu,
                      generator=summary, tcp=dict(tcp, driver_rates=measured["rates"]),
                      provenance={"dut": {"driver": "veth"}, "program": {"id": xdp["id"], "name": xdp["name"]}})  # fmt: skip
-    assert rec["tcp"]["cpu_per_gbit"] == pytest.approx(rec["result"]["cpu_busy"] / tcp["goodput_gbit"])
+    assert rec["tcp"]["cpu_per_gbit"] == pytest.approx(rec["tcp"]["cpu"]["busy"] / tcp["goodput_gbit"])
     assert rec["tcp"]["driver_counters"] == {} and "veth" in rec["tcp"]["driver_counters_note"]
     assert xdp["variables"]["count_mode"] == 1
     report = lab.run("seed_report", lab.tg, kind="xdp_pass_tcp", results=str(tmp_path / "trials.jsonl"), dest=str(tmp_path),

@@ -125,7 +125,7 @@ def test_tcp_section_cpu_split_and_cpu_per_gbit():
     sec = _tcp.tcp_section(
         tcp_input({"veth-dut0": {"rx_queue_0_xdp_packets": 1000.0}}), 60.0, per_cpu, {"busy_source": "schedstat"}, "veth"
     )
-    assert sec["cpu"]["softirq"] == 30.0 and sec["cpu"]["busy_source"] == "schedstat"
+    assert sec["cpu"]["softirq"] == 30.0 and sec["cpu"]["precise_source"] == "schedstat" and sec["cpu"]["busy"] == 60.0
     assert "tick-sampled" in sec["cpu"]["split_source"]
     assert sec["cpu_per_gbit"] == pytest.approx(60.0 / sec["goodput_gbit"])
     assert sec["driver_counters"] == {} and "veth has no page or cache counters" in sec["driver_counters_note"]
@@ -157,7 +157,7 @@ def test_the_record_carries_the_tcp_section_and_validates():
     )
     assert not list(VALIDATOR.iter_errors(json.loads(json.dumps(rec))))
     assert rec["tcp"]["driver_counters"]["rx_cache_reuse"] == 3548789
-    assert rec["tcp"]["cpu"]["busy"] == rec["result"]["cpu_busy"]
+    assert rec["tcp"]["cpu"]["precise_busy"] == rec["result"]["cpu_busy"]
     assert "driver_rates" not in rec["tcp"]
 
 
