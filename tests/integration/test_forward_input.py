@@ -40,5 +40,5 @@ def test_refused_before_any_change(extra, message, tmp_path):
     out = " ".join((res.stdout + res.stderr).split())
     assert res.returncode != 0, out[-2000:]
     assert message in out, out[-2000:]
-    assert "forward_input.yml" in out
+    assert "systems/forward/validate.yml" in out
     assert not list(tmp_path.rglob("*.jsonl"))

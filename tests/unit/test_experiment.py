@@ -138,6 +138,10 @@ def test_every_default_is_in_the_argument_spec_with_the_same_default():
                         "xdplab_dut_cpus", "xdplab_dut_mac", "xdplab_dut_ip", "xdplab_generator_host"}  # fmt: skip
 
 
+# impl forward (issue 9): the DUT's counters before and after the far side's count, then the measurement
+BRACKETED_MEASURE = {"forward"}
+
+
 def test_every_system_has_an_implementation_with_setup_measure_teardown():
     defaults = _yaml(ROLE / "defaults" / "main.yml")
     impls = _yaml(ROLE / "vars" / "main.yml")["__experiment_impls"]
@@ -145,9 +149,14 @@ def test_every_system_has_an_implementation_with_setup_measure_teardown():
     for impl in impls:
         for step in ("setup", "measure", "teardown"):
             assert (ROLE / "tasks" / "systems" / impl / ("%s.yml" % step)).is_file(), (impl, step)
-        # a system's measure is one task, registered as the trial reads it
+        # a system's measure is one task, registered as the trial reads it; a forwarding system brackets its one
+        # measuring task (the far side's count) with the DUT's own counters and sets the result from the three
         measure = _yaml(ROLE / "tasks" / "systems" / impl / "measure.yml")
-        assert len(measure) == 1 and measure[0]["register"] == "__experiment_measured", impl
+        if impl in BRACKETED_MEASURE:
+            assert "__experiment_measured" in measure[-1]["ansible.builtin.set_fact"], impl
+            assert sum(1 for t in measure if t.get("register") == "__experiment_fwd_far") == 1, impl
+        else:
+            assert len(measure) == 1 and measure[0]["register"] == "__experiment_measured", impl
 
 
 def test_experiment_vars_files_name_the_role_options():
