@@ -12,12 +12,13 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
 export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
-.PHONY: paper-drop paper-drop-cpu paper-forward afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
+.PHONY: paper-drop paper-drop-cpu paper-forward paper-latency afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
 
 help:
 	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
 	@echo "make paper-drop-cpu  DUT CPU usage by offered load"
 	@echo "make paper-forward  forwarding by cores (XDP_TX, XDP_REDIRECT devmap, Linux routing), counted where frames return"
+	@echo "make paper-latency  latency at 100 pps and 1 Mpps (in-band stamps), the floor beside the systems, CDF"
 	@echo "make afxdp        the AF_XDP RFC table (seeds/001): rxdrop/txpush/l2fwd x XDP_SKB/XDP_DRV x 64/1500 B"
 	@echo "make xdp-pass-tcp what XDP_PASS costs TCP (seeds/002): iperf3 into the DUT, CPU per Gbit/s by program"
 	@echo "make site         build the testbed from bare machines (INVENTORY=inventories/lab)"
@@ -61,7 +62,12 @@ paper-forward: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_forward.yml $(ARGS)
 	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_forward/*/report.md; do cat "$$f"; echo; echo "($$f, figure paper_forward_mpps.png beside it)"; done
 
-# build the testbed (kernel, T-Rex, tuning, bpf/, DPDK) and check it: INVENTORY=inventories/lab
+# the latency experiment (issue 9): percentiles per system and load beside the paper's table, the floor, the CDF
+paper-latency: $(VENV)/.run-deps
+	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_latency.yml $(ARGS)
+	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_latency/*/latency.md; do cat "$$f"; echo; echo "($$f, figure latency_cdf.png beside it)"; done
+
 # the seeds' own experiments (issue 10), same trap: the AF_XDP table beside seeds/001's, and the cost of
 # XDP_PASS on TCP (seeds/002: headline with its 95 % CI, the seed's verdict row, CPU per Gbit/s figure)
 afxdp: $(VENV)/.run-deps
@@ -74,6 +80,7 @@ xdp-pass-tcp: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/xdp_pass_tcp.yml $(ARGS)
 	@echo; for f in $(XDPLAB_RESULTS_DIR)/xdp_pass_tcp/*/tcp_report.md; do cat "$$f"; echo; echo "($$f, figure tcp_cpu_per_gbit.png beside it)"; done
 
+# build the testbed (kernel, T-Rex, tuning, bpf/, DPDK) and check it: INVENTORY=inventories/lab
 site: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/site.yml $(ARGS)
 
@@ -96,7 +103,7 @@ lint: $(VENV)/.test-deps
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ansible-lint --offline
-	for p in paper_drop paper_drop_cpu paper_forward afxdp xdp_pass_tcp site drift_check testbed_up testbed_down; do \
+	for p in paper_drop paper_drop_cpu paper_forward paper_latency afxdp xdp_pass_tcp site drift_check testbed_up testbed_down; do \
 	  for i in lab vlab; do $(ANSIBLE_PLAYBOOK) -i inventories/$$i playbooks/$$p.yml --syntax-check >/dev/null || exit 1; done; done
 
 # ansible-test sanity of the collection (as ansible-galaxy would ship it), from PyPI alone: tests/sanity/run.py says how.

@@ -92,3 +92,16 @@ def test_no_sink_is_a_clear_error(floor):
     # no sink on the generator's own port: the module says what to attach
     res = floor.module("latency_stats", floor.gen, interface="gen0")
     assert res["failed"] is True and "xdp_latency_sink" in res["msg"], res
+
+
+def test_a_load_above_the_generator_ceiling_is_refused_before_any_change(tmp_path):
+    # the validate play fails first, in check mode, before the lab is built or read
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + ":" + os.environ["PATH"])
+    proc = subprocess.run(["ansible-playbook", "-i", "inventories/vlab", "playbooks/paper_latency.yml", "--check",
+                           "-e", '{"paper_latency_loads_mpps": [0.0001, 2]}', "-e", f"experiment_results_dir={tmp_path}"],
+                          cwd=ROOT, capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "latency loads [2000000.0] pps are above the stamping generator's ceiling" in out, out[-3000:]
+    assert "experiment_latency_max_pps=1000000" in out
+    assert "Bring the testbed up" not in out and not list(tmp_path.iterdir())
