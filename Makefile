@@ -103,7 +103,7 @@ lint: $(VENV)/.test-deps
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ansible-lint --offline
-	for p in paper_drop paper_drop_cpu paper_forward paper_latency afxdp xdp_pass_tcp site drift_check testbed_up testbed_down; do \
+	for p in paper_drop paper_drop_cpu paper_forward paper_latency afxdp xdp_pass_tcp ab_compare ndr_pdr site drift_check testbed_up testbed_down; do \
 	  for i in lab vlab; do $(ANSIBLE_PLAYBOOK) -i inventories/$$i playbooks/$$p.yml --syntax-check >/dev/null || exit 1; done; done
 
 # ansible-test sanity of the collection (as ansible-galaxy would ship it), from PyPI alone: tests/sanity/run.py says how.
