@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What the in-band latency path costs, in ns per packet, and the clock it reads.
 
@@ -146,7 +146,7 @@ def prog_run_costs(rounds, repeat):
         fds[name] = obj.program_fd(obj.find_program(prog))
     out = {name: [] for name in fds}
     try:
-        for _ in range(rounds):
+        for _round in range(rounds):
             for name, fd in fds.items():
                 out[name].append(run_ns(fd, frame(name == "latency_sink")))
     finally:
@@ -156,7 +156,7 @@ def prog_run_costs(rounds, repeat):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--prog-run", action="store_true", help="the programs alone through BPF_PROG_RUN, no traffic")
@@ -184,7 +184,7 @@ def main():
         lab.up()
         with open(STATS_SYSCTL, "w") as f:
             f.write("1")
-        for _ in range(args.rounds):
+        for _round in range(args.rounds):
             a = lab.phase(BARE_OBJ, "xdp_bare_drop", False, args.seconds)
             b = lab.phase(SINK_OBJ, "xdp_latency_sink", True, args.seconds)
             rows.append((a, b))
@@ -201,11 +201,11 @@ def main():
     stamp = med([b[0] - a[0] for a, b in rows])
     hist = med([b[1] - a[1] for a, b in rows])
     print(f"clock_getres(CLOCK_MONOTONIC): {res_s * 1e9:.0f} ns")
-    print(f"generator program: {med([a[0] for a, _ in rows]):.1f} ns/pkt plain, {med([b[0] for _, b in rows]):.1f} "
+    print(f"generator program: {med([a[0] for a, _b in rows]):.1f} ns/pkt plain, {med([b[0] for _a, b in rows]):.1f} "
           f"with the stamp: stamping costs {stamp:.1f} ns/pkt (median of per-round differences)")
-    print(f"sink program: xdp_bare_drop {med([a[1] for a, _ in rows]):.1f} ns/pkt, xdp_latency_sink "
-          f"{med([b[1] for _, b in rows]):.1f}: the histogram path costs {hist:.1f} ns/pkt")
-    print(f"generator rate: {med([a[2] for a, _ in rows]):.2f} Mpps plain, {med([b[2] for _, b in rows]):.2f} stamped")
+    print(f"sink program: xdp_bare_drop {med([a[1] for a, _b in rows]):.1f} ns/pkt, xdp_latency_sink "
+          f"{med([b[1] for _a, b in rows]):.1f}: the histogram path costs {hist:.1f} ns/pkt")
+    print(f"generator rate: {med([a[2] for a, _b in rows]):.2f} Mpps plain, {med([b[2] for _a, b in rows]):.2f} stamped")
 
 
 if __name__ == "__main__":

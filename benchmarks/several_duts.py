@@ -61,7 +61,7 @@ def run(inventory, limit, repetitions, results):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--repetitions", type=int, default=2, help="repetitions of each of the 2 points (default 2)")
     args = ap.parse_args()
     if os.geteuid() != 0:

@@ -20,7 +20,7 @@ description:
   - The per-CPU histograms are summed and recorded, bucket by bucket at the bucket's midpoint, into an
     HdrHistogram (PyPI C(hdrhistogram)); the percentiles and the encoded histogram come from it. Average, min and
     max are the sink's exact values.
-  - The frames are stamped by C(xdplab-trafficgen --latency-stamp) (O(xdplab.testbed.traffic_generator)
+  - The frames are stamped by C(xdplab-trafficgen --latency-stamp) (M(xdplab.testbed.traffic_generator)
     option C(latency_stamp)) with C(bpf_ktime_get_ns()) when the generator's program runs; the sink reads the
     same clock (CLOCK_MONOTONIC of the same host) when its program runs.
   - O(state=reset) zeroes the maps (before a generator run, whose sequence numbers restart at 0).
@@ -34,6 +34,7 @@ attributes:
     description: V(read) and V(measured) only read; V(reset) reports a change and zeroes nothing.
   diff_mode:
     support: none
+    description: Reads or zeroes a map, changes no configuration: there is no diff.
 options:
   interface:
     description: Interface the sink is attached to, in the network namespace the module runs in.

@@ -62,6 +62,7 @@ attributes:
     description: Builds the report and says whether a file would change, writes nothing.
   diff_mode:
     support: none
+    description: Writes reports, changes no configuration: there is no diff.
 """
 
 EXAMPLES = r"""

@@ -86,7 +86,7 @@ def test_blocks_are_the_unit_a_boot_difference_is_not_a_kernel_difference():
     boots_a, boots_b = [1.00, 1.03, 0.99], [1.03, 1.00, 1.05]
     a = [1e6 * m * math.exp(e) for m in boots_a for e in NOISE[:5]]
     b = [1e6 * m * math.exp(e) for m in boots_b for e in NOISE[5:10]]
-    blocks = [i for i in range(3) for _ in range(5)]
+    blocks = [i for i in range(3) for _sample in range(5)]
     ignoring = ab.compare(a, b)
     r = ab.compare(a, b, blocks_a=blocks, blocks_b=blocks)
     assert r["unit"] == "block" and r["n_a"] == r["n_b"] == 3 and r["block_sizes_a"] == [5, 5, 5]
