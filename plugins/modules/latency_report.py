@@ -24,7 +24,7 @@ attributes:
     description: Reads the records and reports what would be written; writes nothing.
   diff_mode:
     support: none
-    description: Writes reports, changes no configuration: there is no diff.
+    description: Writes reports and changes no configuration, so there is no diff.
 options:
   results:
     description: The records (trials.jsonl).

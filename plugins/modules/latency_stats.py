@@ -34,7 +34,7 @@ attributes:
     description: V(read) and V(measured) only read; V(reset) reports a change and zeroes nothing.
   diff_mode:
     support: none
-    description: Reads or zeroes a map, changes no configuration: there is no diff.
+    description: Reads or zeroes a map and changes no configuration, so there is no diff.
 options:
   interface:
     description: Interface the sink is attached to, in the network namespace the module runs in.

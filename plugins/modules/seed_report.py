@@ -62,7 +62,7 @@ attributes:
     description: Builds the report and says whether a file would change, writes nothing.
   diff_mode:
     support: none
-    description: Writes reports, changes no configuration: there is no diff.
+    description: Writes reports and changes no configuration, so there is no diff.
 """
 
 EXAMPLES = r"""
