@@ -22,6 +22,7 @@ the file, not read``).
 from __future__ import annotations
 
 import json
+import os
 
 CORRUPT = "corrupt"
 CUT = "cut"
@@ -117,3 +118,15 @@ def read(path, stream=False, missing_ok=False):
     """(records, warnings) of a file; a missing file raises FileNotFoundError unless missing_ok."""
     numbered, warnings = read_numbered(path, stream, missing_ok)
     return [rec for _n, rec in numbered], warnings
+
+
+def append_line(path, line):
+    """Append one JSON line (a str without its newline) and make it durable (flush + fsync) before returning.
+
+    For the result files a module writes alone (A/B verdicts, NDR/PDR searches); trial records go through module
+    trial_record, which also locks the file against concurrent writers.
+    """
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())

@@ -199,10 +199,7 @@ class ABCompare:
         )
         self.diff["after"] += line + "\n"
         if not self.module.check_mode:
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            _jsonl.append_line(path, line)
         return True
 
 

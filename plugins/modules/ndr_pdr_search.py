@@ -224,10 +224,7 @@ class Search:
         if any([t["trial_id"] for t in r.get("per_trial", [])] == key for r in done):
             return False
         if not self.module.check_mode:
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(result, sort_keys=True) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            _jsonl.append_line(path, json.dumps(result, sort_keys=True))
         return True
 
 
