@@ -25,6 +25,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "xdp_bench.h"
+#include "xdp_eth.h"
 
 #ifdef XDPLAB_NO_GLOBAL_DATA
 #if !defined(XDPLAB_TOUCH_MODE) || !defined(XDPLAB_COUNT_MODE)
@@ -44,16 +45,6 @@ struct {
 	__type(value, struct rxq_counters);
 	__uint(max_entries, RXQ_STATS_ENTRIES);
 } rxq_stats SEC(".maps");
-
-/* Swap the Ethernet source and destination addresses in place. */
-static __always_inline void swap_mac(struct ethhdr *eth)
-{
-	__u8 tmp[ETH_ALEN];
-
-	__builtin_memcpy(tmp, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, tmp, ETH_ALEN);
-}
 
 /* Touch the packet as configured; returns 0, or -1 if the frame is too
  * short to hold an Ethernet header for a mode that needs one.

@@ -16,6 +16,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "xdp_forward.h"
+#include "xdp_eth.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
@@ -23,16 +24,6 @@ struct {
 	__type(value, __u32); /* egress ifindex */
 	__uint(max_entries, TX_PORTS_ENTRIES);
 } tx_ports SEC(".maps");
-
-/* Swap the Ethernet source and destination addresses in place. */
-static __always_inline void swap_mac(struct ethhdr *eth)
-{
-	__u8 tmp[ETH_ALEN];
-
-	__builtin_memcpy(tmp, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, tmp, ETH_ALEN);
-}
 
 SEC("xdp")
 int xdp_fwd_redirect_map(struct xdp_md *ctx)
