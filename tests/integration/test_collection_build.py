@@ -51,6 +51,8 @@ def rendered(installed):
     module: (the run, {module: its page}, env, cwd); a page starts at its header line "> MODULE <fqcn> (<path>)".
     ansible-doc stops at the first module it cannot parse: the test of a module without a page runs it alone."""
     env, cwd = installed
+    # plain text: ansible-doc bolds the module's name in its header line unless told not to, pipe or not
+    env = dict(env, ANSIBLE_NOCOLOR="1")
     res = run([os.path.join(BIN, "ansible-doc"), *("xdplab.testbed." + m for m in MODULES)], env=env, cwd=cwd)
     pages, name = {}, None
     for line in res.stdout.splitlines():
