@@ -57,7 +57,7 @@ def test_a_real_run_refuses_an_unknown_backend_before_changing_anything(tmp_path
     out = " ".join((res.stdout + res.stderr).split())
     assert res.returncode != 0
     assert re.search(r"tg: xdplab_generator_backend: '+pktgen'+ is not a backend of xdplab.testbed.traffic_generator", out)
-    assert re.search(r"known: trex, xdp_live", out)
+    assert re.search(r"known: iperf3, trex, xdp_live", out)
     # it failed in the first play: no testbed play ran
     assert "Build the data-plane programs" not in out
 
