@@ -60,6 +60,8 @@ def hardware_inventory(path):
             xdplab_dpdk_port=d["pci"],
             xdplab_dpdk_main_lcore=0,
         )
+    # two DUTs of one T-Rex, a port each (two claiming one port are refused first: test_several_duts.py)
+    hosts["dut_b"]["xdplab_dut_generator"] = {"interface": GENERATOR_PORTS[1]}
     inventory = {"all": {"children": {"generators": {"hosts": {"tg": hosts["tg"]}},
                                       "duts": {"hosts": {n: hosts[n] for n in DUTS}}, "vlab": {"hosts": {}}}}}  # fmt: skip
     (path / "hosts.yml").write_text(yaml.safe_dump(inventory))
