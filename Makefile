@@ -7,6 +7,7 @@ VENV ?= .venv
 INVENTORY ?= inventories/vlab
 ARGS ?=
 ANSIBLE_PLAYBOOK := $(VENV)/bin/ansible-playbook
+comma := ,
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
@@ -41,44 +42,40 @@ $(VENV)/.test-deps: requirements-test.txt requirements.txt | $(VENV)/bin/activat
 	$(VENV)/bin/pip install -q -r requirements-test.txt
 	touch $@ $(VENV)/.run-deps
 
-# -- the main experiment -----------------------------------------------------------------------
-# The playbook installs the system packages (role vlab), builds bpf/ (role bpf_programs),
-# runs the matrix and prints the table. Whatever the exit (error, Ctrl-C), testbed_down.yml
-# leaves the machine as found; finished trials stay in results/ and a re-run resumes.
+# -- the experiments -----------------------------------------------------------------------------
+# Each target runs one playbook, then prints its report. The playbook installs the system packages (role
+# vlab), builds bpf/ (role bpf_programs), runs the matrix and writes the report. Whatever the exit (error,
+# Ctrl-C), testbed_down.yml leaves the machine as found; finished trials stay in results/ and a re-run resumes.
+# $(call experiment,<playbook>,<report file>,<what else to point at, after the report's path>)
+define experiment
+	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/$(1).yml $(ARGS)
+	@echo; for f in $(XDPLAB_RESULTS_DIR)/$(1)/*/$(2); do cat "$$f"; echo; echo "($$f$(3))"; done
+endef
+
+# the main experiment: drop rate by DUT cores
 paper-drop: $(VENV)/.run-deps
-	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
-	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_drop.yml $(ARGS)
-	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_drop/*/report.md; do cat "$$f"; echo; echo "($$f, records in $$(dirname $$f)/trials.jsonl)"; done
+	$(call experiment,paper_drop,report.md,$(comma) records in $$(dirname $$f)/trials.jsonl)
 
-# the CPU-usage experiment (DUT CPU busy % by offered load), same trap
+# the CPU-usage experiment (DUT CPU busy % by offered load)
 paper-drop-cpu: $(VENV)/.run-deps
-	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
-	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_drop_cpu.yml $(ARGS)
-	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_drop_cpu/*/report.md; do cat "$$f"; echo; done
+	$(call experiment,paper_drop_cpu,report.md,)
 
-# the forwarding experiment (issue 9): forwarded Mpps by cores, counted at the generator's receive port, same trap
+# the forwarding experiment (issue 9): forwarded Mpps by cores, counted at the generator's receive port
 paper-forward: $(VENV)/.run-deps
-	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
-	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_forward.yml $(ARGS)
-	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_forward/*/report.md; do cat "$$f"; echo; echo "($$f, figure paper_forward_mpps.png beside it)"; done
+	$(call experiment,paper_forward,report.md,$(comma) figure paper_forward_mpps.png beside it)
 
 # the latency experiment (issue 9): percentiles per system and load beside the paper's table, the floor, the CDF
 paper-latency: $(VENV)/.run-deps
-	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
-	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/paper_latency.yml $(ARGS)
-	@echo; for f in $(XDPLAB_RESULTS_DIR)/paper_latency/*/latency.md; do cat "$$f"; echo; echo "($$f, figure latency_cdf.png beside it)"; done
+	$(call experiment,paper_latency,latency.md,$(comma) figure latency_cdf.png beside it)
 
-# the seeds' own experiments (issue 10), same trap: the AF_XDP table beside seeds/001's, and the cost of
-# XDP_PASS on TCP (seeds/002: headline with its 95 % CI, the seed's verdict row, CPU per Gbit/s figure)
+# the seeds' own experiments (issue 10): the AF_XDP table beside seeds/001's, and the cost of XDP_PASS on TCP
+# (seeds/002: headline with its 95 % CI, the seed's verdict row, CPU per Gbit/s figure)
 afxdp: $(VENV)/.run-deps
-	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
-	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/afxdp.yml $(ARGS)
-	@echo; for f in $(XDPLAB_RESULTS_DIR)/afxdp/*/afxdp_report.md; do cat "$$f"; echo; echo "($$f)"; done
+	$(call experiment,afxdp,afxdp_report.md,)
 
 xdp-pass-tcp: $(VENV)/.run-deps
-	@trap '$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml >/dev/null 2>&1 || true' EXIT; \
-	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/xdp_pass_tcp.yml $(ARGS)
-	@echo; for f in $(XDPLAB_RESULTS_DIR)/xdp_pass_tcp/*/tcp_report.md; do cat "$$f"; echo; echo "($$f, figure tcp_cpu_per_gbit.png beside it)"; done
+	$(call experiment,xdp_pass_tcp,tcp_report.md,$(comma) figure tcp_cpu_per_gbit.png beside it)
 
 # build the testbed (kernel, T-Rex, tuning, bpf/, DPDK) and check it: INVENTORY=inventories/lab
 site: $(VENV)/.run-deps
