@@ -9,9 +9,11 @@ import json
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.testing import patch_module_args
 from ansible_collections.xdplab.testbed.plugins.filter.ab_compare import ab_compare_plan
 from ansible_collections.xdplab.testbed.plugins.filter.ndr_pdr import ndr_pdr_goals
 from ansible_collections.xdplab.testbed.plugins.module_utils import _abreport, _ndrpdr
+from ansible_collections.xdplab.testbed.plugins.modules import ndr_pdr_search
 
 SYSTEMS = {"xdp": {"impl": "xdp"}, "linux_raw": {"impl": "linux"}}
 POINT = {"system": "xdp", "action": "drop", "packet_len": 64, "cores": 1}
@@ -185,3 +187,22 @@ def test_search_trials_from_records_in_step_order_up_to_a_gap():
     assert [t["step"] for t in trials] == [1, 2]  # step 3 failed: the replay asks for it again
     assert trials[0]["lost"] == 500 and trials[0]["loss_ratio"] == 0.0005 and trials[0]["pacing"] == pytest.approx(0.99)
     assert _ndrpdr.ceiling_of(recs, 1, base) == 3.3e6 and _ndrpdr.ceiling_of(recs, 2, base) is None
+
+
+def test_search_module_refuses_a_load_above_the_measured_ceiling(tmp_path, capsys):
+    # step 0 measured the generator at 3.3 Mpps; a search up to 4 Mpps would report the generator's limit as the NDR
+    base = dict(POINT, touch="no_touch")
+    path = tmp_path / "trials.jsonl"
+    step0 = {
+        "status": "ok",
+        "trial_id": "s0",
+        "point": dict(base, search=1, step=0, load_pps=0, trial_s=1.0, offered_mpps=0),
+        "generator": {"sent": 3300000, "egress": {"refused": 0}, "offered_pps": 3.3e6},
+    }
+    path.write_text(json.dumps(step0) + "\n")
+    args = {"records": str(path), "search": 1, "point": base, "goals": ndr_pdr_goals([]), "max_load_pps": 4e6}
+    with patch_module_args(args), pytest.raises(SystemExit):
+        ndr_pdr_search.main()
+    out = json.loads(capsys.readouterr().out)
+    assert out["failed"] and "above the generator's ceiling 3300000 pps" in out["msg"] and "ndr_pdr_max_mpps" in out["msg"]
+    assert path.read_text() == json.dumps(step0) + "\n" and not (tmp_path / "ndr_pdr.jsonl").exists()
