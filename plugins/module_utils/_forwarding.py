@@ -117,16 +117,25 @@ def dut_counts(dut_deltas, ingress):
     return {"received": received, "sent": sent, "refused_by_peer": refused, "per_port": per_port}
 
 
+def _has_xdp_xmit(stats):
+    return any(k.startswith("tx_queue_") and "xdp_xmit" in k for k in stats)
+
+
 def generator_refused(gen_deltas, tx_interface):
-    """Frames the DUT's RX ring refused, as the generator's sending veth counts them (0 where it has no counter)."""
-    return summed(gen_deltas.get(tx_interface, {}), "tx_queue_{queue}_xdp_xmit_errors")
+    """Frames the DUT's RX ring refused, as the generator's sending veth counts them (None where the sender has no
+    such counter: a T-Rex port's oerrors are its own TX errors, the DUT's NIC counters say what its ring refused)."""
+    stats = gen_deltas.get(tx_interface, {})
+    if not _has_xdp_xmit(stats):
+        return None
+    return summed(stats, "tx_queue_{queue}_xdp_xmit_errors")
 
 
 def generator_sent(gen_deltas, tx_interface):
-    """Frames the generator's sending veth put on the DUT's ring plus those refused (None where unknown)."""
+    """Frames the generator's sending veth put on the DUT's ring plus those refused, or a T-Rex port's opackets
+    (None where unknown)."""
     stats = gen_deltas.get(tx_interface, {})
-    if not any(k.startswith("tx_queue_") and "xdp_xmit" in k for k in stats):
-        return None
+    if not _has_xdp_xmit(stats):
+        return stats.get("opackets")
     return summed(stats, "tx_queue_{queue}_xdp_xmit") + summed(stats, "tx_queue_{queue}_xdp_xmit_errors")
 
 

@@ -426,3 +426,47 @@ def generator_summary(final, intervals, command, params):
         "command": command,
         "trex": {k: (with_hdrh(final[k]) if k == "latency" else final[k]) for k in TREX_EXTRA if k in final},
     }
+
+
+# -- the far side of a forwarding trial (module rx_counters, source trex) ------------------------------------------
+#: what a far-side snapshot keeps of each T-Rex port of an interval record (cumulative since the runner's clear)
+FAR_COUNTERS = ("ipackets", "opackets", "ierrors", "oerrors")
+FAR_DRIVER = "trex"
+
+
+def port_number(device, ports):
+    """The T-Rex port of ``device``: its place in ``ports`` (PCI addresses in trex_cfg.yaml order) or a number."""
+    if device in ports:
+        return ports.index(device)
+    if str(device).isdigit():
+        return int(device)
+    raise TrexError(
+        "%r names no T-Rex port: give a port number or one of the PCI addresses %s (trex_cfg.yaml order, "
+        "xdplab_generator_options.ports)" % (device, list(ports))
+    )
+
+
+def intervals(records):
+    """The runner's interval records (its JSON lines, oldest first)."""
+    return [r for r in records if isinstance(r, dict) and r.get("type") == "interval" and "mono" in r]
+
+
+def far_snapshot(record, devices):
+    """A far-side snapshot (plugins/module_utils/_forwarding.py's shape) from one runner interval record.
+
+    ``devices``: {name: T-Rex port}. ``t`` is the record's ``mono`` (the runner's CLOCK_MONOTONIC when it asked the
+    server for the counters, on the generator host); ``stats`` are each port's cumulative counters (DPDK's port
+    counters as T-Rex reports them, ``STLClient.get_stats()[port]``, since the runner cleared them after warm-up).
+    """
+    ports = record.get("ports") or {}
+    out = {}
+    for name, port in devices.items():
+        row = _key(ports, port)
+        if row is None:
+            raise TrexError(
+                "the runner's interval record has no T-Rex port %s (it reports ports %s): it counts only its TX port "
+                "and the rx_ports it was given; set backend_options.rx_ports (xdplab_generator_options) to the "
+                "ports the frames come back on" % (port, sorted(ports))
+            )
+        out[name] = {"driver": FAR_DRIVER, "port": int(port), "stats": {k: int(_num(row.get(k))) for k in FAR_COUNTERS}}
+    return {"t": float(record["mono"]), "devices": out, "record_t": record.get("t")}

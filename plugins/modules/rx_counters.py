@@ -27,6 +27,15 @@ description:
     every measuring module (O(warmup), then O(samples) intervals).
   - "RV(measurement) is the one measurement shape, C(source) C({kind: driver_counters, at: O(at), counter, devices});
     RV(agreement) compares the count with the receiving interfaces' own C(if_rx_packets) over the same window."
+  - "With O(source=trex) (hardware, the generator is T-Rex) the far side is T-Rex's per-port RX counter instead:
+    O(devices) name T-Rex ports (PCI addresses of O(trex_ports) or port numbers), and a snapshot is the newest
+    C(interval) record of the runner xdplab-trex-run (backend C(trex) of M(xdplab.testbed.traffic_generator)) in
+    O(trex_output): each port's cumulative C(ipackets) / C(opackets) / C(ierrors) / C(oerrors) from
+    C(STLClient.get_stats()), timed by the runner's CLOCK_MONOTONIC on this host when it asked the server. The window
+    is therefore the runner's sampling (one record per second), and C(source) is C({kind: trex_port_counters, at:
+    generator_rx, counter: ipackets, devices, ports}). RV(agreement) is null there: a T-Rex port's C(ipackets) is
+    the NIC's own counter, with no second counter on the generator to compare it with (the DUT's counters bound it
+    instead, in the record's forwarding section)."
 extends_documentation_fragment:
   - xdplab.testbed.attributes.read_only
   - xdplab.testbed.sampling
@@ -65,13 +74,38 @@ options:
     description: Path or name of the ethtool binary.
     type: str
     default: ethtool
+  source:
+    description:
+      - V(driver_counters) reads the interfaces of this host (ethtool -S, /sys statistics); V(trex) reads T-Rex's
+        per-port counters from the runner's output O(trex_output) (see the description).
+    type: str
+    choices: [driver_counters, trex]
+    default: driver_counters
+  trex_output:
+    description:
+      - With O(source=trex), the runner's JSON lines on this host, C(<run_dir>/<name>.out) of the
+        M(xdplab.testbed.traffic_generator) run (run_dir and name as given to it).
+    type: path
+  trex_ports:
+    description:
+      - With O(source=trex), the PCI addresses of the T-Rex ports in trex_cfg.yaml order (backend_options.ports),
+        so that O(devices) and O(extra_devices) may name ports by PCI address.
+    type: list
+    elements: str
+    default: []
+  trex_wait:
+    description:
+      - With O(source=trex), seconds to wait for the runner's next interval record (its first one comes after its
+        warm-up and one interval).
+    type: float
+    default: 10.0
 requirements:
   - ethtool on the target
 seealso:
   - module: xdplab.testbed.ethtool_stats
   - module: xdplab.testbed.xdp_program
 notes:
-  - On hardware with T-Rex the far side is T-Rex's per-port RX counters instead (the trex backend).
+  - On hardware with T-Rex the far side is T-Rex's per-port RX counters instead (O(source=trex)).
 """
 
 EXAMPLES = r"""
@@ -87,6 +121,17 @@ EXAMPLES = r"""
     devices: [veth-tg1]
     extra_devices: [veth-tg0]
     since: "{{ far_before.snapshot }}"
+  register: far
+
+- name: On hardware, T-Rex's RX counter of its second port over 3 s (the runner of trial t1 must be running)
+  xdplab.testbed.rx_counters:
+    source: trex
+    devices: ["0000:03:00.1"]
+    extra_devices: ["0000:03:00.0"]
+    trex_ports: ["0000:03:00.0", "0000:03:00.1"]
+    trex_output: /run/xdplab/generator/dut/t1.out
+    interval: 1
+    samples: 3
   register: far
 """
 
@@ -126,6 +171,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils import _forwarding as forwarding
 from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement as measurement
+from ansible_collections.xdplab.testbed.plugins.module_utils import _process as process
+from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
+
+TREX_COUNTER = "ipackets"
+TREX_POLL_S = 0.05
 
 _NAME = re.compile(r"^[A-Za-z0-9_.:@+-]{1,15}$")
 
@@ -139,6 +189,10 @@ class RxCounters:
         self.devices = list(dict.fromkeys(self.p["devices"]))
         self.extra = [d for d in dict.fromkeys(self.p["extra_devices"]) if d not in self.devices]
         self.result = {"changed": False, "measurement": None, "counted": None, "deltas": None, "agreement": None}
+        self.trex = self.p["source"] == "trex"
+        self.ports = {}
+        # the newest runner record read so far (source trex: every snapshot is a newer one)
+        self.last_mono = None
 
     def fail(self, msg):
         self.module.fail_json(msg=msg, **self.result)
@@ -146,6 +200,8 @@ class RxCounters:
     def validate(self):
         if not self.devices:
             self.fail("devices must name at least one receive port")
+        if self.trex:
+            return self.validate_trex()
         bad = [d for d in self.devices + self.extra if not _NAME.match(str(d))]
         if bad:
             self.fail(f"invalid interface name(s) {bad}: at most 15 characters, letters, digits and _.:@+-")
@@ -154,6 +210,40 @@ class RxCounters:
                 here = ", ".join(sorted(os.listdir(self.sysfs))) if os.path.isdir(self.sysfs) else "?"
                 self.fail(f"interface {dev} does not exist on this host (network namespace); interfaces here: {here}. "
                           f"Run the task on the host that owns it (delegate_to the generator for its receive ports)")
+
+    def validate_trex(self):
+        if not self.p["trex_output"]:
+            self.fail("source trex reads the runner's output: give trex_output (<run_dir>/<name>.out of the "
+                      "traffic_generator run, on the generator host)")
+        try:
+            self.ports = {d: trex.port_number(d, self.p["trex_ports"]) for d in self.devices + self.extra}
+        except trex.TrexError as exc:
+            self.fail(f"devices: {exc}")
+
+    def trex_snapshot(self):
+        """The newest runner interval record after the last one read, as a snapshot (waits up to trex_wait)."""
+        deadline = self.clock() + self.p["trex_wait"]
+        path = self.p["trex_output"]
+        while True:
+            try:
+                with open(path) as fh:
+                    records = trex.intervals(process.json_records(fh.read()))
+            except OSError:
+                records = []
+            newer = [r for r in records if self.last_mono is None or float(r["mono"]) > self.last_mono]
+            if newer:
+                break
+            if self.clock() >= deadline:
+                self.fail(f"no new interval record of xdplab-trex-run in {path} within {self.p['trex_wait']:g} s "
+                          f"({len(records)} so far): the generator (traffic_generator backend trex) must be running "
+                          f"for this trial, past its warm-up; its .err file next to the output says why it is not")
+            self.sleep(TREX_POLL_S)
+        try:
+            snap = trex.far_snapshot(newer[-1], self.ports)
+        except trex.TrexError as exc:
+            self.fail(str(exc))
+        self.last_mono = snap["t"]
+        return snap
 
     def if_stats(self, dev):
         out = {}
@@ -175,6 +265,8 @@ class RxCounters:
         return {"driver": driver, "stats": stats}
 
     def snapshot(self):
+        if self.trex:
+            return self.trex_snapshot()
         t0 = self.clock()
         devices = {d: self.read_device(d) for d in self.devices + self.extra}
         return {"t": (t0 + self.clock()) / 2.0, "devices": devices}
@@ -191,14 +283,25 @@ class RxCounters:
             return forwarding.counted(
                 {"devices": {d: before["devices"][d] for d in self.devices}},
                 {"devices": {d: after["devices"][d] for d in self.devices}},
-                self.p["count"],
+                TREX_COUNTER if self.trex else self.p["count"],
             )
         except ValueError as exc:
             self.fail(f"{exc}; attach a counting drop program to the receive ports (bpf/xdp_bare_drop) or name a "
                       f"counter with count")
 
     def source(self):
+        if self.trex:
+            return {"kind": "trex_port_counters", "at": self.p["at"], "counter": TREX_COUNTER, "devices": self.devices,
+                    "ports": [self.ports[d] for d in self.devices]}
         return {"kind": "driver_counters", "at": self.p["at"], "counter": self.p["count"], "devices": self.devices}
+
+    def per_port(self, first, last, seconds):
+        """{device: {port, packets, pps}} of the counted T-Rex ports over the window (source trex)."""
+        out = {}
+        for dev in self.devices:
+            n = forwarding.deltas(first["devices"][dev]["stats"], last["devices"][dev]["stats"]).get(TREX_COUNTER, 0)
+            out[dev] = {"port": self.ports[dev], "packets": n, "pps": n / seconds}
+        return out
 
     def between(self, snaps):
         """Result over [(t, snapshot), ...]: the first and last bound the window."""
@@ -216,15 +319,20 @@ class RxCounters:
         per_rxq = [{"queue": q["queue"], "device": q["device"], "pps": q["packets"] / seconds}
                    for q in total["per_rxq"]]
         window = measurement.window_of(first["t"], last["t"])
+        details = {"own_counter": total["own_counter"], "own_packets": total["own_packets"],
+                   "agreement_pct": total["agreement_pct"], "counter_names": total["counter"]}
+        if self.trex:
+            total.update(own_counter=None, own_packets=None, agreement_pct=None)
+            details = {"own_counter": None, "own_packets": None, "agreement_pct": None, "counter_names": TREX_COUNTER,
+                       "per_port": self.per_port(first, last, seconds),
+                       "agreement_note": "T-Rex's ipackets is the port's own counter: no second counter to compare"}
         self.result.update(
             counted=total,
             deltas=forwarding.device_deltas(first, last),
             agreement=total["agreement_pct"],
             measurement=measurement.measurement(
                 total["packets"] / seconds, window, self.source(), packets=total["packets"], per_rxq=per_rxq,
-                samples=samples,
-                details={"own_counter": total["own_counter"], "own_packets": total["own_packets"],
-                         "agreement_pct": total["agreement_pct"], "counter_names": total["counter"]}),
+                samples=samples, details=details),
         )
 
     def run(self):
@@ -236,6 +344,7 @@ class RxCounters:
             return self.result
         if self.p["since"]:
             self.check_since(self.p["since"])
+            self.last_mono = float(self.p["since"]["t"]) if self.trex else None
             now = self.snapshot()
             self.result["snapshot"] = now
             self.between([(self.p["since"]["t"], self.p["since"]), (now["t"], now)])
@@ -260,6 +369,10 @@ def argument_spec():
         snapshot_only=dict(type="bool", default=False),
         since=dict(type="dict"),
         ethtool=dict(type="str", default="ethtool"),
+        source=dict(type="str", choices=["driver_counters", "trex"], default="driver_counters"),
+        trex_output=dict(type="path"),
+        trex_ports=dict(type="list", elements="str", default=[]),
+        trex_wait=dict(type="float", default=10.0),
     )
 
 
