@@ -207,3 +207,47 @@ def test_a_since_snapshot_must_be_older_than_the_newest_record(tmp_path, client_
     # no newer record than the snapshot: waiting for one, then a clear error (no zero-length window)
     with pytest.raises(AssertionError, match="no new interval record"):
         run(dict(far_args(out), since=copy.deepcopy(before)))
+
+
+def test_one_measure_task_counts_with_trex_on_the_lab_and_the_drop_counter_on_the_vlab():
+    """roles/experiment/tasks/systems/forward/measure.yml's far-side task, rendered for both inventories' generators:
+    the same playbook path, source trex with the runner's output where the generator host's backend is trex."""
+    import yaml
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    def trusted(value):  # ansible-core 2.19 templates only trusted strings (as it trusts its own YAML files)
+        if isinstance(value, str):
+            return trust_as_template(value)
+        if isinstance(value, dict):
+            return {k: trusted(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [trusted(v) for v in value]
+        return value
+
+    with open(os.path.join(ROOT, "roles", "experiment", "tasks", "systems", "forward", "measure.yml")) as fh:
+        tasks = yaml.safe_load(fh)
+    args = next(t for t in tasks if t["name"].startswith("Count what comes back"))["xdplab.testbed.rx_counters"]
+    rendered = {}
+    for inventory in ("lab", "vlab"):
+        with open(os.path.join(ROOT, "inventories", inventory, "host_vars", "tg.yml")) as fh:
+            tg = yaml.safe_load(fh)
+        options = tg.get("xdplab_generator_options") or {}
+        if inventory == "lab":
+            with open(os.path.join(ROOT, "inventories", "lab", "group_vars", "generators", "trex.yml")) as fh:
+                options = yaml.safe_load(fh)["xdplab_generator_options"]
+        gen = {"backend": tg["xdplab_generator_backend"], "interface": tg["xdplab_generator_interface"],
+               "options": options}
+        variables = dict(tg, __experiment_gen=gen, __experiment_fwd_rx_port=tg["xdplab_generator_rx_interface"],
+                         xdplab_generator_run_dir="/run/xdplab/generator", inventory_hostname="dut",
+                         __experiment_planned={"trial_id": "t1"}, experiment_warmup=1, experiment_interval=1,
+                         experiment_samples=3, omit="__omit__")
+        rendered[inventory] = Templar(loader=DataLoader(), variables=trusted(variables)).template(trusted(args))
+    lab, vlab = rendered["lab"], rendered["vlab"]
+    assert lab["source"] == "trex" and lab["devices"] == ["0000:03:00.1"] and lab["extra_devices"] == ["0000:03:00.0"]
+    assert lab["trex_output"] == "/run/xdplab/generator/dut/t1.out"
+    assert lab["trex_ports"] == ["0000:03:00.0", "0000:03:00.1"]
+    # the runner's devices resolve to its ports 1 and 0 (the far side's port map)
+    assert [trex.port_number(d, lab["trex_ports"]) for d in lab["devices"] + lab["extra_devices"]] == [1, 0]
+    assert vlab["source"] == "driver_counters" and vlab["devices"] == ["veth-tg1"]
+    assert vlab["trex_output"] == "__omit__" and vlab["trex_ports"] == "__omit__"
