@@ -39,6 +39,8 @@ MODE_FLAGS = {"native": XDP_FLAGS_DRV_MODE, "skb": XDP_FLAGS_SKB_MODE, "hw": XDP
 
 BPF_MAP_TYPE_ARRAY = 2
 BPF_MAP_TYPE_PERCPU_ARRAY = 6
+BPF_MAP_TYPE_DEVMAP = 14
+BPF_MAP_TYPE_CPUMAP = 16
 MAP_TYPE_NAMES = {
     1: "hash",
     2: "array",
@@ -49,6 +51,7 @@ MAP_TYPE_NAMES = {
     9: "lru_hash",
     10: "lru_percpu_hash",
     14: "devmap",
+    16: "cpumap",
     17: "xskmap",
     27: "ringbuf",
 }
@@ -339,14 +342,20 @@ class BpfObject:
             )
         return prog
 
-    def only_load(self, name):
-        """Load only program ``name`` (the others get autoload=false). Returns the program handle."""
+    def only_load(self, name, also=()):
+        """Load only program ``name`` and the programs named in ``also`` (for example a cpumap entry's program);
+        the others get autoload=false. Returns the handle of ``name``."""
         wanted = self.find_program(name)
+        loaded = [wanted] + [self.find_program(other) for other in also]
         prog = self.lib.bpf_object__next_program(self.obj, None)
         while prog:
-            _check(self.lib.bpf_program__set_autoload(prog, prog == wanted), "bpf_program__set_autoload")
+            _check(self.lib.bpf_program__set_autoload(prog, prog in loaded), "bpf_program__set_autoload")
             prog = self.lib.bpf_object__next_program(self.obj, prog)
         return wanted
+
+    def section_name(self, name):
+        """ELF section of program ``name`` (SEC("xdp/cpumap") is xdp/cpumap)."""
+        return self.lib.bpf_program__section_name(self.find_program(name)).decode()
 
     def program_type(self, name):
         """(type number, type name) of program ``name``, from its ELF section (SEC("xdp") is xdp)."""
@@ -597,11 +606,13 @@ def _lookup(fd, key, key_size, buf):
 
 
 def update_elem(fd, key, value, key_size=4, value_size=4):
-    """Set one entry of a map (integer key and value, little-endian), from the caller's network namespace:
-    a devmap resolves an ifindex value in the namespace of the process that updates it."""
+    """Set one entry of a map (integer key and value, little-endian; or ``value`` as the raw bytes of a struct,
+    for example a cpumap's bpf_cpumap_val), from the caller's network namespace: a devmap resolves an ifindex
+    value in the namespace of the process that updates it."""
     lib = load_library()
     k = ctypes.create_string_buffer(int(key).to_bytes(key_size, "little"), key_size)
-    v = ctypes.create_string_buffer(int(value).to_bytes(value_size, "little"), value_size)
+    raw = bytes(value) if isinstance(value, (bytes, bytearray)) else int(value).to_bytes(value_size, "little")
+    v = ctypes.create_string_buffer(raw, len(raw))
     _check(lib.bpf_map_update_elem(fd, k, v, 0), f"bpf_map_update_elem(key {key}, value {value})")
 
 
@@ -618,6 +629,23 @@ def lookup_int(map_id, key):
                 return None
             raise
         return int.from_bytes(buf.raw[:4], "little")
+    finally:
+        _close(fd)
+
+
+def lookup_bytes(map_id, key):
+    """Raw value of ``key`` in map ``map_id`` (value_size bytes), or None when the entry is empty (ENOENT)."""
+    fd = map_fd_by_id(map_id)
+    try:
+        info = _map_info_fd(fd)
+        buf = ctypes.create_string_buffer(info["value_size"])
+        try:
+            _lookup(fd, key, info["key_size"], buf)
+        except LibbpfError as exc:
+            if exc.errno == _errno.ENOENT:
+                return None
+            raise
+        return buf.raw
     finally:
         _close(fd)
 

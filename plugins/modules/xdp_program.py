@@ -85,7 +85,15 @@ options:
         (C({tx_ports: {0: veth-dut1}}), bpf/xdp_forward.bpf.c). A value may be an interface name, resolved to its
         ifindex in the module's network namespace; the kernel resolves a devmap's ifindex in the namespace of the
         process that updates it, so the egress port must be on this host (another host's port is refused here)."
-      - Part of the idempotency test, the attached program's entries are read back and compared.
+      - "A cpumap entry (C(BPF_MAP_TYPE_CPUMAP), key = the CPU) takes a mapping C({qsize: N, program: NAME}) instead:
+        the queue size to that CPU and, optionally, the program of the same O(object) that the CPU runs on each
+        frame (its ELF section must be C(xdp/cpumap)); it is loaded with O(program) and its file descriptor
+        is written in the entry's C(struct bpf_cpumap_val). For example C({cpu_map: {0: {qsize: 2048, program:
+        xdp_cpumap_fwd}}, tx_ports: {0: veth-dut1}}) for bpf/xdp_redirect_cpu.bpf.c."
+      - The maps are those of O(program) and of the programs its cpumap entries run (a devmap that only the
+        cpumap program uses is found there).
+      - Part of the idempotency test, the attached program's entries are read back and compared (a cpumap entry
+        reads back its queue size and its program's name).
     type: dict
     default: {}
   variant:
@@ -129,6 +137,17 @@ EXAMPLES = r"""
     program: xdp_bench_redirect
     variables:
       redirect_ifindex: dut1
+
+- name: Receive on this CPU, forward from CPU 0 (a cpumap entry with its program, then a devmap)
+  xdplab.testbed.xdp_program:
+    interface: veth-dut0
+    object: /usr/local/lib/xdplab/lib/bpf/xdp_redirect_cpu.bpf.o
+    program: xdp_redirect_cpu
+    variables:
+      remote_cpu: 0
+    map_entries:
+      cpu_map: {0: {qsize: 2048, program: xdp_cpumap_fwd}}
+      tx_ports: {0: veth-dut1}
 
 - name: Detach
   xdplab.testbed.xdp_program:
@@ -181,7 +200,7 @@ map_entries:
   description: "The entries of O(map_entries) read back from the attached program's maps (C({map: {key: value}}))."
   returned: always
   type: dict
-  sample: {tx_ports: {"0": 3}}
+  sample: {tx_ports: {"0": 3}, cpu_map: {"0": {qsize: 2048, program: xdp_cpumap_fwd}}}
 variant:
   description: Which build was loaded, V(core) or V(nocore) (null after O(state=absent)).
   returned: always
@@ -216,6 +235,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf
 
 KERNEL_NAME_LEN = libbpf.BPF_OBJ_NAME_LEN - 1
+# the section of a program that a cpumap entry runs (libbpf loads it with expected_attach_type BPF_XDP_CPUMAP)
+CPUMAP_SECTION = "xdp/cpumap"
 
 
 def interface_index(name):
@@ -253,8 +274,26 @@ def resolve_variables(variables):
     return out
 
 
+def resolve_cpumap_value(where, value):
+    """{qsize: int > 0, program: name or None} of a cpumap entry given as a mapping."""
+    unknown = sorted(set(value) - {"qsize", "program"})
+    if unknown or "qsize" not in value:
+        raise ValueError(
+            f"{where}: a cpumap entry is {{qsize: N, program: NAME}} (program optional), got {value!r}"
+        )
+    try:
+        qsize = int(str(value["qsize"]).strip(), 0)
+    except ValueError:
+        qsize = 0
+    if isinstance(value["qsize"], bool) or qsize <= 0:
+        raise ValueError(f"{where}.qsize: the queue size to the CPU must be a positive integer, got {value['qsize']!r}")
+    program = value.get("program")
+    return {"qsize": qsize, "program": str(program) if program else None}
+
+
 def resolve_map_entries(entries):
-    """{map: {int key: int value}} from the option; a value that is not an integer is an interface name here."""
+    """{map: {int key: int value}} from the option; a value that is not an integer is an interface name here,
+    a mapping is a cpumap entry ({qsize, program})."""
     out = {}
     for name, table in (entries or {}).items():
         if not isinstance(table, dict):
@@ -265,6 +304,9 @@ def resolve_map_entries(entries):
                 k = int(str(key).strip(), 0)
             except ValueError:
                 raise ValueError(f"map_entries.{name}: key {key!r} is not an integer") from None
+            if isinstance(value, dict):
+                resolved[k] = resolve_cpumap_value(f"map_entries.{name}[{key}]", value)
+                continue
             if isinstance(value, bool):
                 raise ValueError(f"map_entries.{name}[{key}]: expected an integer or an interface name")
             try:
@@ -276,12 +318,59 @@ def resolve_map_entries(entries):
     return out
 
 
+def cpumap_programs(entries):
+    """Names of the programs that cpumap entries of ``entries`` (resolved) run."""
+    return sorted({v["program"] for table in entries.values() for v in table.values() if isinstance(v, dict) and v["program"]})
+
+
+def cpumap_value(raw, wanted):
+    """{qsize, program} of a cpumap entry read back (struct bpf_cpumap_val: qsize, then the program's id)."""
+    qsize = int.from_bytes(raw[:4], "little")
+    prog_id = int.from_bytes(raw[4:8], "little") if len(raw) >= 8 else 0
+    program = libbpf.prog_info(prog_id)["name"] if prog_id else None
+    # the kernel keeps 15 characters of the name: the full one asked for when they agree
+    asked = wanted.get("program") if isinstance(wanted, dict) else None
+    if program and asked and kernel_name(asked) == program:
+        program = asked
+    return {"qsize": qsize, "program": program}
+
+
+def program_maps(prog_id, wanted):
+    """{map name: map info} of the attached program's maps and of the programs its cpumap entries in ``wanted`` run."""
+    maps = {}
+    for mid in libbpf.prog_info(prog_id)["map_ids"]:
+        info = libbpf.map_info(mid)
+        maps.setdefault(info["name"], info)
+    for name, table in wanted.items():
+        info = maps.get(libbpf_name(name))
+        if not info or info["type"] != libbpf.BPF_MAP_TYPE_CPUMAP:
+            continue
+        for key in table:
+            raw = libbpf.lookup_bytes(info["id"], key)
+            entry_prog = int.from_bytes(raw[4:8], "little") if raw and len(raw) >= 8 else 0
+            if entry_prog:
+                for mid in libbpf.prog_info(entry_prog)["map_ids"]:
+                    other = libbpf.map_info(mid)
+                    maps.setdefault(other["name"], other)
+    return maps
+
+
 def read_map_entries(prog_id, wanted):
     """The attached program's entries for the maps and keys of ``wanted`` ({map: {key: value or None}})."""
+    maps = program_maps(prog_id, wanted)
     out = {}
     for name, table in wanted.items():
-        info = libbpf.find_prog_map(prog_id, name=libbpf_name(name))
-        out[name] = {key: (libbpf.lookup_int(info["id"], key) if info else None) for key in table}
+        info = maps.get(libbpf_name(name))
+        entries = {}
+        for key, asked in table.items():
+            if not info:
+                entries[key] = None
+            elif info["type"] == libbpf.BPF_MAP_TYPE_CPUMAP:
+                raw = libbpf.lookup_bytes(info["id"], key)
+                entries[key] = cpumap_value(raw, asked) if raw else None
+            else:
+                entries[key] = libbpf.lookup_int(info["id"], key)
+        out[name] = entries
     return out
 
 
@@ -506,6 +595,19 @@ class XdpProgram:
                 f'(its section must be SEC("xdp")); XDP programs in the object: {", ".join(xdp) or "(none)"}'
             )
 
+    def check_cpumap_programs(self, obj, names):
+        """Every program a cpumap entry names is in the object and is a cpumap program (before anything changes)."""
+        in_object = obj.program_names()
+        for name in names:
+            if name not in in_object:
+                self.fail(f"map_entries: the cpumap program {name} is not in {obj.path}; programs: {', '.join(in_object)}")
+            section = obj.section_name(name)
+            if section != CPUMAP_SECTION:
+                self.fail(
+                    f"map_entries: {name} in {obj.path} is in section {section}, not {CPUMAP_SECTION}: the kernel runs "
+                    f'only programs loaded for a cpumap (SEC("{CPUMAP_SECTION}")) from a cpumap entry'
+                )
+
     def present(self):
         program, mode = self.params["program"], self.params["mode"]
         try:
@@ -516,6 +618,7 @@ class XdpProgram:
         obj = self.open_object()
         try:
             self.check_program(obj, program)
+            self.check_cpumap_programs(obj, cpumap_programs(wanted_maps))
             layout = obj.datasec_layout()
             unknown = sorted(set(wanted_vars) - set(layout))
             if unknown:
@@ -582,7 +685,7 @@ class XdpProgram:
         try:
             if desired["variant"] == "core":
                 obj.set_rodata(desired["variables"])
-            prog = obj.only_load(desired["name"])
+            prog = obj.only_load(desired["name"], also=cpumap_programs(desired["map_entries"]))
             obj.load()
         except libbpf.LibbpfError as exc:
             tail = exc.log_tail(30)
@@ -594,10 +697,11 @@ class XdpProgram:
             try:
                 fd = obj.map_fd(name)
                 for key, value in table.items():
-                    libbpf.update_elem(fd, key, value)
+                    libbpf.update_elem(fd, key, self.entry_value(obj, value))
             except libbpf.LibbpfError as exc:
                 self.fail(f"cannot set map_entries.{name} of {desired['name']} ({table}): {exc}; a devmap takes the "
-                          f"ifindex of an interface on this host that can transmit XDP frames (ndo_xdp_xmit)")
+                          f"ifindex of an interface on this host that can transmit XDP frames (ndo_xdp_xmit), a "
+                          f"cpumap a CPU number below its max_entries that this host has, with {{qsize, program}}")
         prog_fd = obj.program_fd(prog)
         old_fd = None
         # a failed attach changed nothing, unless the old program was already detached
@@ -641,6 +745,14 @@ class XdpProgram:
         self.records.prune()
         self.report(self.current())
         self.result["map_entries"] = read_map_entries(info["id"], desired["map_entries"])
+
+    @staticmethod
+    def entry_value(obj, value):
+        """A map value as update_elem takes it: an int, or a cpumap entry's struct bpf_cpumap_val (qsize, prog fd)."""
+        if not isinstance(value, dict):
+            return value
+        prog_fd = obj.program_fd(obj.find_program(value["program"])) if value["program"] else 0
+        return int(value["qsize"]).to_bytes(4, "little") + int(prog_fd).to_bytes(4, "little", signed=True)
 
     def attach_error(self, exc, mode):
         kernel = exc.log_tail(5)
