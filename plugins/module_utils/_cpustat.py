@@ -243,10 +243,24 @@ def allowed_cpus(status_text):
     return None
 
 
+def read_task(pid, tid, proc="/proc"):
+    """One thread's counters {pid, tid, comm, cpu, runtime_ns, kthread, allowed}; None when it ended meanwhile."""
+    base = f"{proc}/{pid}/task/{tid}"
+    try:
+        allowed = allowed_cpus(read_text(f"{base}/status"))
+        stat = parse_task_stat(read_text(f"{base}/stat"))
+        runtime = parse_schedstat(read_text(f"{base}/schedstat"))
+    except (OSError, ValueError, IndexError):
+        return None
+    return {"pid": int(pid), "tid": int(tid), "comm": stat["comm"], "cpu": stat["cpu"], "runtime_ns": runtime,
+            "kthread": stat["kthread"], "allowed": allowed}
+
+
 def read_threads(cpus, proc="/proc"):
     """Every thread that may run on one of `cpus`: {tid: {pid, tid, comm, cpu, runtime_ns, kthread, allowed}}.
 
-    Threads that end while they are read are skipped.
+    Live threads only: a thread that ended before this read is not here (see ended_reading for a process that
+    ends inside a window). Threads that end while they are read are skipped.
     """
     wanted = set(cpus)
     out = {}
@@ -258,18 +272,35 @@ def read_threads(cpus, proc="/proc"):
         except OSError:
             continue
         for tid in tids:
-            base = f"{proc}/{pid}/task/{tid}"
-            try:
-                allowed = allowed_cpus(read_text(f"{base}/status"))
-                if allowed is not None and not wanted.intersection(allowed):
-                    continue
-                stat = parse_task_stat(read_text(f"{base}/stat"))
-                runtime = parse_schedstat(read_text(f"{base}/schedstat"))
-            except (OSError, ValueError, IndexError):
+            thread = read_task(pid, tid, proc)
+            if thread is None or (thread["allowed"] is not None and not wanted.intersection(thread["allowed"])):
                 continue
-            out[int(tid)] = {"pid": int(pid), "tid": int(tid), "comm": stat["comm"], "cpu": stat["cpu"],
-                             "runtime_ns": runtime, "kthread": stat["kthread"], "allowed": allowed}
+            out[thread["tid"]] = thread
     return out
+
+
+def read_process_threads(pid, proc="/proc"):
+    """Every thread of one process, as read_threads() gives them ({} when the process is gone)."""
+    try:
+        tids = os.listdir(f"{proc}/{int(pid)}/task")
+    except OSError:
+        return {}
+    threads = (read_task(pid, tid, proc) for tid in tids)
+    return {t["tid"]: t for t in threads if t is not None}
+
+
+def ended_reading(pid, proc="/proc", clock=time.monotonic):
+    """The thread counters of a process about to end, for a window that closes after it is gone.
+
+    A module that runs a process for its measurement (testpmd, the AF_XDP bench) and stops it before returning
+    reads this just before the stop and returns it; cpu_usage's closing read (O(ended_threads)) counts these
+    threads as if they were still alive, since read_threads() no longer lists them. Returns {pid, time
+    (CLOCK_MONOTONIC of the read), threads (threads_snapshot form)}, or None when the process is already gone.
+    """
+    threads = read_process_threads(pid, proc)
+    if not threads:
+        return None
+    return {"version": THREADS_VERSION, "pid": int(pid), "time": clock(), "threads": threads_snapshot(threads)}
 
 
 def threads_snapshot(threads):
@@ -288,6 +319,37 @@ def threads_from_snapshot(snap):
                 for tid, v in snap.items()}
     except (TypeError, ValueError, IndexError, AttributeError) as exc:
         raise CpuStatError(f"since holds malformed thread counters: {exc}") from exc
+
+
+def merge_ended(live, readings, start, end):
+    """live (a read_threads() result at the window's end) plus the threads of `readings` (ended_reading() results
+    of processes that ended inside the window), each marked ``ended: True``.
+
+    A reading must fall inside the window [start, end] (CLOCK_MONOTONIC), else CpuStatError: it belongs to
+    another window (or host). A thread still alive at the end is taken from the live read (it is later).
+    """
+    out = dict(live)
+    for i, reading in enumerate(readings or ()):
+        if not isinstance(reading, dict) or not {"pid", "time", "threads"} <= set(reading):
+            raise CpuStatError(
+                f"ended_threads[{i}] is not a thread reading of an ended process (keys pid, time, threads: the "
+                f"`threads` value testpmd or xsk_bench returned), got {reading!r:.120}"
+            )
+        try:
+            at = float(reading["time"])
+        except (TypeError, ValueError) as exc:
+            raise CpuStatError(f"ended_threads[{i}]: time is not a monotonic time: {exc}") from exc
+        if not start - 1e-6 <= at <= end + 1e-6:
+            raise CpuStatError(
+                f"ended_threads[{i}] (pid {reading['pid']}) was read at {at:.3f}, outside this window "
+                f"({start:.3f}..{end:.3f} on CLOCK_MONOTONIC): pass the reading of a process that ran inside "
+                f"the window opened by `since`"
+            )
+        for tid, thread in threads_from_snapshot(reading["threads"]).items():
+            if tid in out and out[tid]["pid"] == thread["pid"]:
+                continue
+            out.setdefault(tid, thread | {"ended": True})
+    return out
 
 
 class WorkMatcher:
@@ -350,6 +412,8 @@ def thread_usage(before, after, cpus, seconds, matcher):
         entry = {"pid": now["pid"], "tid": tid, "comm": now["comm"], "cpu": cpu, "runtime_ns": delta,
                  "busy": round(100.0 * delta / (seconds * 1e9), 3) if seconds > 0 else 0.0,
                  "attribution": how, "kernel": now["kthread"]}
+        if now.get("ended"):
+            entry["ended"] = True  # read by its own module just before its process ended (merge_ended)
         role = matcher.role(now)
         if role:
             work.append(entry | {"role": role})

@@ -82,6 +82,19 @@ options:
     type: list
     elements: str
     default: []
+  ended_threads:
+    description:
+      - With O(since) only. Thread readings of processes that ran inside the window and ended before its end, each
+        taken by the process's own module just before it stopped the process (RV(xdplab.testbed.testpmd#module:threads),
+        RV(xdplab.testbed.xsk_bench#module:threads)).
+        The closing read lists live threads only, so without them a process that starts, measures and exits
+        between the two readings (testpmd's lcores) is in neither RV(work) nor RV(foreign).
+      - Their threads count as if read at the window's end (their run time after the reading, the process's last
+        milliseconds, is not seen); a thread still alive at the end is taken from the live read. Entries that come
+        from here carry C(ended=true). A reading taken outside the window is refused.
+    type: list
+    elements: dict
+    default: []
   foreign_threshold:
     description:
       - RV(foreign_flag) is true when user-space threads that are not the DUT's work ran on a reported CPU for more
@@ -113,7 +126,7 @@ notes:
   - A thread's run time is not split by CPU in procfs. A thread is charged to a CPU exactly when its affinity
     allows that CPU only (C(attribution=affinity)), as NAPI kthreads, testpmd lcores and the pinned bench threads do;
     otherwise to the CPU it last ran on (C(attribution=last_cpu)), an estimate. Threads that started and ended
-    between the two readings are not seen.
+    between the two readings are not seen, unless their module handed their last reading in through O(ended_threads).
 requirements:
   - Linux /proc/stat, /proc/<pid>/task/<tid>/schedstat (CONFIG_SCHED_INFO) for the thread sources
   - bpftool for O(bpf_interfaces) and O(bpf_prog_ids)
@@ -173,7 +186,8 @@ work:
   description:
     - The DUT's work threads that ran on the reported CPUs in the window, biggest first. C(busy) is % of one CPU,
       C(role) why the thread counts as work (C(napi), C(process), C(comm)), C(attribution) how it was charged to
-      C(cpu) (C(affinity) exact, C(last_cpu) an estimate).
+      C(cpu) (C(affinity) exact, C(last_cpu) an estimate), C(ended=true) when its counters came from
+      O(ended_threads) (its process ended inside the window).
   returned: with threads, unless snapshot_only
   type: list
   elements: dict
@@ -312,6 +326,9 @@ class CpuUsage:
             self.fail(f"interval must be positive, got {self.p['interval']}")
         if self.p["samples"] < 1:
             self.fail(f"samples must be at least 1, got {self.p['samples']}")
+        if self.p["ended_threads"] and self.p["since"] is None:
+            self.fail("ended_threads needs since: they are the last readings of processes that ended inside the "
+                      "window a snapshot_only call opened")
         try:
             self.matcher = cpustat.WorkMatcher(self.p["work_interfaces"], self.p["work_pids"], self.p["work_comms"])
         except Exception as exc:  # re.error: a bad pattern
@@ -500,7 +517,10 @@ class CpuUsage:
             self.result["busy"] = round(sum(busy) / len(busy), 3) if busy else 0.0
             self.result["busy_source"] = cpustat.SOURCE_PROC_STAT
             if self.p["threads"]:
-                self.threads_report(threads_before, threads_now, cpus, seconds)
+                threads_end = threads_now
+                if self.p["ended_threads"]:
+                    threads_end = cpustat.merge_ended(threads_now, self.p["ended_threads"], first["time"], last["time"])
+                self.threads_report(threads_before, threads_end, cpus, seconds)
             if self.want_bpf:
                 self.result["bpf"] = cpustat.bpf_usage(bpf_before or {}, bpf_now, seconds)
                 self.result["bpf_stats_enabled"] = {"during": cpustat.read_bpf_stats_enabled(),
@@ -527,6 +547,7 @@ def main():
             "work_interfaces": {"type": "list", "elements": "str", "default": []},
             "work_pids": {"type": "list", "elements": "int", "default": []},
             "work_comms": {"type": "list", "elements": "str", "default": []},
+            "ended_threads": {"type": "list", "elements": "dict", "default": []},
             "foreign_threshold": {"type": "float", "default": 0.5},
             "bpf_interfaces": {"type": "list", "elements": "str", "default": []},
             "bpf_prog_ids": {"type": "list", "elements": "int", "default": []},

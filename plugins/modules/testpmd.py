@@ -349,6 +349,19 @@ process:
     stderr_tail:
       description: The last lines of its output (stdout and stderr share its terminal).
       type: str
+threads:
+  description:
+    - The run time of each of testpmd's threads (the lcores C(lcore-worker-N), the main thread, EAL's control
+      threads), read from C(/proc/<pid>/task/<tid>/schedstat) just before the module sends C(quit) (after C(stop)).
+      testpmd starts and ends inside the module, so a CPU window around this task that closes afterwards no longer
+      sees its threads; pass this to M(xdplab.testbed.cpu_usage)'s O(xdplab.testbed.cpu_usage#module:ended_threads)
+      and they count there. Null if testpmd was already gone.
+    - "Keys: C(version), C(pid), C(time) (CLOCK_MONOTONIC of the read) and C(threads) (tid -> [pid, runtime_ns, last
+      CPU, kernel thread 0/1, comm, allowed CPUs]: the thread form of cpu_usage's snapshot)."
+  returned: state=measured and not check mode
+  type: dict
+  sample: {version: 1, pid: 4242, time: 6944.12, threads: {"4242": [4242, 812000000, 0, 0, dpdk-testpmd, "0"],
+           "4247": [4242, 5630000000, 1, 0, lcore-worker-1, "1"]}}
 stopped:
   description: For state=absent, the pid of the leftover run that was (or in check mode would be) stopped.
   returned: state=absent
@@ -366,6 +379,7 @@ import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpustat as cpustat
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
 from ansible_collections.xdplab.testbed.plugins.module_utils import _testpmd as tp
@@ -691,6 +705,9 @@ class Testpmd:
         for entry in summary_result["ports"]:
             entry.update(port_extra.get(entry["port"], {}))
         self.result.update(summary_result)
+        # the last thing before quit: its lcores' run time, for the caller's CPU window that closes after testpmd is
+        # gone (cpu_usage ended_threads); from here to its exit testpmd only quits
+        self.result["threads"] = cpustat.ended_reading(s.pid, clock=self.clock)
         for w in warnings:
             self.module.warn("testpmd: %s" % w)
 

@@ -314,6 +314,17 @@ summary:
   description: The program's own summary record (totals, options, libbpf version, xdp_detached), null if it was killed.
   returned: when measured
   type: dict
+threads:
+  description:
+    - The run time of each of the bench's threads, read from C(/proc/<pid>/task/<tid>/schedstat) just before the
+      module stops it. The bench starts and ends inside the module, so a CPU window around this task that closes
+      afterwards no longer sees its threads; pass this to M(xdplab.testbed.cpu_usage)'s
+      O(xdplab.testbed.cpu_usage#module:ended_threads) and they count there. Null if the bench had already ended.
+    - "Keys: C(version), C(pid), C(time) (CLOCK_MONOTONIC of the read), C(threads) (tid -> [pid, runtime_ns, last
+      CPU, kernel thread 0/1, comm, allowed CPUs])."
+  returned: when measured
+  type: dict
+  sample: {version: 1, pid: 5120, time: 7001.5, threads: {"5121": [5120, 2980000000, 1, 0, xdplab-xsk-benc, "1"]}}
 removed:
   description: Files of a leftover run that O(state=absent) removed (or would remove in check mode).
   returned: when O(state=absent) found files
@@ -348,6 +359,7 @@ import socket
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpustat as cpustat
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
 from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf
 from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement, _process
@@ -442,14 +454,17 @@ class XskBench:
         if self.stop_leftover():
             self.module.warn("stopped a leftover xdplab-xsk-bench run recorded in %s" % self.run_files.state_path)
         records = []
-        stopped = None
+        stopped = state = None
         try:
             try:
-                self.run_files.start(argv, {"interface": p["interface"]})
+                state = self.run_files.start(argv, {"interface": p["interface"]})
             except _process.ProcessError as exc:
                 raise xsk.XskBenchError(str(exc)) from None
             records = self.wait_for_window(duration)
         finally:
+            if state is not None and self.run_files.running(state):
+                # its threads' run time, for the caller's CPU window that closes after the bench is gone
+                self.result["threads"] = cpustat.ended_reading(state["pid"])
             # the one process helper: stopping a bench that already ended is no error, and says how it ended
             stopped = self.run_files.stop(p["stop_timeout"])
             records = self.run_files.json_lines() or records

@@ -5,6 +5,7 @@ tests/integration/test_testpmd.py. Fixtures: tests/unit/fixtures/testpmd/README.
 
 import json
 import os
+import threading
 
 import pytest
 from ansible.module_utils.basic import AnsibleModule
@@ -299,12 +300,18 @@ def test_absent_is_idempotent_and_removes_files(capsys, tmp_path):
     assert res["changed"] is False
 
 
+def threads_of_me():
+    return threading.get_native_id()
+
+
 class ReplaySession:
     """A testpmd session that answers from a captured transcript, on the fake clock (each command takes 10 ms)."""
 
     def __init__(self, name, clock):
         self.banner, self.out = replay(name)
         self.clock, self.sent = clock, []
+        # the process whose threads the module reads before quit: this test's own (a real /proc entry)
+        self.pid = os.getpid()
 
     def until_prompt(self, timeout):
         return self.banner
@@ -340,3 +347,8 @@ def test_measure_runs_the_sampler_on_the_session(no_start, tmp_path, fake_clock,
     assert m["window"]["start"] == pytest.approx(reads[0] + 0.005) and m["window"]["seconds"] == pytest.approx(2.0)
     assert m["pps"] == res["pps"] and m["source"]["forward_mode"] == "io"
     assert m["source"]["ports"] == ["net_null0", "net_null1"] and m["per_cpu"][0]["cpu"] == 1
+    # its threads read after stop, just before quit, on the module's clock: for cpu_usage's ended_threads
+    threads = res["threads"]
+    stop = next(t for line, t in session.sent if line == "stop")
+    assert threads["pid"] == os.getpid() and threads["time"] >= stop + 0.01 and str(threads_of_me()) in threads["threads"]
+    assert threads["threads"][str(threads_of_me())][1] > 0  # run time in ns
