@@ -351,7 +351,7 @@ process:
       type: str
 threads:
   description:
-    - The run time of each of testpmd's threads (the lcores C(lcore-worker-N), the main thread, EAL's control
+    - The run time of each of testpmd's threads (the lcores: C(rte-worker-N) in DPDK 22.11; the main thread, EAL's control
       threads), read from C(/proc/<pid>/task/<tid>/schedstat) just before the module sends C(quit) (after C(stop)).
       testpmd starts and ends inside the module, so a CPU window around this task that closes afterwards no longer
       sees its threads; pass this to M(xdplab.testbed.cpu_usage)'s O(xdplab.testbed.cpu_usage#module:ended_threads)
@@ -361,7 +361,7 @@ threads:
   returned: state=measured and not check mode
   type: dict
   sample: {version: 1, pid: 4242, time: 6944.12, threads: {"4242": [4242, 812000000, 0, 0, dpdk-testpmd, "0"],
-           "4247": [4242, 5630000000, 1, 0, lcore-worker-1, "1"]}}
+           "4247": [4242, 5630000000, 1, 0, rte-worker-1, "1"]}}
 stopped:
   description: For state=absent, the pid of the leftover run that was (or in check mode would be) stopped.
   returned: state=absent
