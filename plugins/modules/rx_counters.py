@@ -256,12 +256,17 @@ class RxCounters:
         return out
 
     def read_device(self, dev):
+        """The driver's counters (ethtool -S) and the interface's own, read around them: ethtool is a process
+        (tens of ms under load), so each own counter is the mean of a read just before and just after it, the
+        value at the driver read's midpoint; the agreement of the two then does not depend on that process's time."""
         try:
-            stats = ethtool.stats(self.module.run_command, dev, ethtool=self.p["ethtool"])
             driver = ethtool.driver_info(self.module.run_command, dev, ethtool=self.p["ethtool"]).get("driver", "")
+            before = self.if_stats(dev)
+            stats = ethtool.stats(self.module.run_command, dev, ethtool=self.p["ethtool"])
+            after = self.if_stats(dev)
         except ethtool.EthtoolError as exc:
             self.fail(f"cannot read the counters of {dev}: {exc}")
-        stats.update(self.if_stats(dev))
+        stats.update({k: (before[k] + v) // 2 if k in before else v for k, v in after.items()})
         return {"driver": driver, "stats": stats}
 
     def snapshot(self):

@@ -107,3 +107,35 @@ def test_devmap_entries_resolve_interfaces_of_this_host_only():
         xdp_program.resolve_map_entries({"tx_ports": {0: "veth-not-here"}})
     with pytest.raises(ValueError, match="key 'a' is not an integer"):
         xdp_program.resolve_map_entries({"tx_ports": {"a": 1}})
+
+
+def test_rx_counters_reads_the_interface_counters_around_ethtool(tmp_path):
+    """The interface's own rx_packets is read just before and just after `ethtool -S` and taken at the midpoint, so
+    a slow ethtool process (under load) does not show up as a disagreement between the two counts."""
+    from ansible_collections.xdplab.testbed.plugins.modules import rx_counters
+
+    stats = tmp_path / "veth-tg1" / "statistics"
+    stats.mkdir(parents=True)
+    for name in fw.IF_STATS:
+        (stats / name).write_text("0\n")
+    live = {"rx": 1000}
+
+    class Module:
+        def __init__(self):
+            self.params = {k: v.get("default") for k, v in rx_counters.argument_spec().items()}
+            self.params.update(devices=["veth-tg1"], ethtool="ethtool")
+
+        def run_command(self, argv, **kwargs):
+            if argv[1] == "-i":
+                return 0, "driver: veth\n", ""
+            # ethtool -S takes long enough for 600 more frames to arrive; it reads its counter halfway
+            (stats / "rx_packets").write_text("%d\n" % (live["rx"] + 600))
+            return 0, "NIC statistics:\n     rx_queue_0_xdp_drops: %d\n" % (live["rx"] + 300), ""
+
+        def fail_json(self, msg, **kwargs):
+            raise AssertionError(msg)
+
+    (stats / "rx_packets").write_text("%d\n" % live["rx"])
+    got = rx_counters.RxCounters(Module(), sysfs=str(tmp_path)).read_device("veth-tg1")
+    assert got["driver"] == "veth"
+    assert got["stats"]["rx_queue_0_xdp_drops"] == 1300 and got["stats"]["if_rx_packets"] == 1300
