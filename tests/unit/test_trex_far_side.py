@@ -251,3 +251,34 @@ def test_one_measure_task_counts_with_trex_on_the_lab_and_the_drop_counter_on_th
     assert [trex.port_number(d, lab["trex_ports"]) for d in lab["devices"] + lab["extra_devices"]] == [1, 0]
     assert vlab["source"] == "driver_counters" and vlab["devices"] == ["veth-tg1"]
     assert vlab["trex_output"] == "__omit__" and vlab["trex_ports"] == "__omit__"
+
+
+def test_the_forward_setup_asks_trex_for_the_receive_port_and_attaches_no_xdp_there():
+    """The forward impl's far-side setup (setup.yml, or far_setup.yml where it is split out) on the lab: no counting
+    XDP program on a T-Rex port, and the runner told to report the receive port (backend_options.rx_ports)."""
+    import yaml
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    forward = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", "forward")
+    tasks = []
+    for name in ("setup.yml", "far_setup.yml"):
+        if os.path.exists(os.path.join(forward, name)):
+            with open(os.path.join(forward, name)) as fh:
+                tasks += yaml.safe_load(fh) or []
+    attach = next(t for t in tasks if t["name"] == "Attach the counting drop program to the generator's receive port")
+    asks = next(t for t in tasks if t["name"].startswith("T-Rex reports the receive port's counters"))
+    with open(os.path.join(ROOT, "inventories", "lab", "group_vars", "generators", "trex.yml")) as fh:
+        options = yaml.safe_load(fh)["xdplab_generator_options"]
+    options["ports"] = ["0000:03:00.0", "0000:03:00.1"]
+    for rx_port, want in (("0000:03:00.1", [1]), ("0000:03:00.0", [0])):  # egress systems; XDP_TX returns on port 0
+        variables = {"__experiment_gen": {"backend": "trex", "options": options}, "__experiment_fwd_rx_port": rx_port,
+                     "__experiment_traffic": {}}
+        templar = Templar(loader=DataLoader(), variables=variables)
+        local = {k: templar.template(trust_as_template(v)) for k, v in asks["vars"].items()}
+        templar = Templar(loader=DataLoader(), variables=dict(variables, **local))
+        assert templar.template(trust_as_template("{{ " + asks["when"] + " }}")) is True
+        assert templar.template(trust_as_template("{{ " + attach["when"] + " }}")) is False
+        traffic = templar.template(trust_as_template(asks["ansible.builtin.set_fact"]["__experiment_traffic"]))
+        assert traffic["options"]["rx_ports"] == want and traffic["options"]["ports"] == options["ports"]
+        assert traffic["options"]["warmup_s"] == options["warmup_s"]  # the rest of the options kept
