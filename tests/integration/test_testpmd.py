@@ -28,6 +28,7 @@ COLLECTIONS = os.path.join(ROOT, "collections")
 GENERATOR = os.path.join(ROOT, "bpf", "build", "xdplab-trafficgen")
 GEN_OBJECT = os.path.join(ROOT, "bpf", "build", "xdp_trafficgen.bpf.o")
 MODULE = "ansible_collections.xdplab.testbed.plugins.modules.testpmd"
+CPU_MODULE = "ansible_collections.xdplab.testbed.plugins.modules.cpu_usage"
 HUGEPAGES = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
 
 
@@ -84,6 +85,16 @@ class Lab:
         time.sleep(0.3)
         assert proc.poll() is None, proc.stderr.read()
         return proc
+
+    def cpu_usage(self, args):
+        """cpu_usage in the DUT's namespace, as the trial runs it around its measure task."""
+        path = self.tmp / f"cpu-{secrets.token_hex(4)}.json"
+        path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+        proc = subprocess.run(["ip", "netns", "exec", self.dut, sys.executable, "-m", CPU_MODULE, str(path)],
+                              capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=COLLECTIONS), timeout=60,
+                              check=False)  # fmt: skip
+        assert proc.stdout.strip(), proc.stderr
+        return json.loads(proc.stdout)
 
     def module(self, args, ns=None):
         args.setdefault("run_dir", self.run_dir)
@@ -162,10 +173,35 @@ def test_af_packet_rxonly_two_queues(lab):
 
 
 def test_af_xdp_rxonly_scalar(lab):
-    lab.generate()
+    # the generator on CPU 0 only: CPU 1 is the forwarding lcore's, measured around the run as a trial does
+    lab.generate(queues=1, cpus="0")
+    cpu = {"cpus": [1], "work_interfaces": ["veth-dut0"], "work_comms": ["^rte-worker"]}
+    before = lab.cpu_usage(dict(cpu, snapshot_only=True))
     res = lab.module({"name": "afxdp", "ports": ["net_af_xdp0,iface=veth-dut0,start_queue=0,queue_count=1"],
                       "no_huge": True, "max_simd_bitwidth": 64, "warmup": 1, "interval": 1, "samples": 3})
     check_rates(res)
+    # testpmd is gone when the window closes: its lcore counts through the reading it handed back (issue 8)
+    threads = res["threads"]
+    after = lab.cpu_usage(dict(cpu, since=before["snapshot"], ended_threads=[threads], work_pids=[threads["pid"]]))
+    assert not after.get("failed"), after.get("msg")
+    (lcore,) = [w for w in after["work"] if w["comm"] == "rte-worker-1"]
+    (tid,) = [t for t, v in threads["threads"].items() if v[4] == "rte-worker-1"]
+    # born in the window, pinned to CPU 1: all of its run time, exactly as testpmd's module read it before quit
+    assert lcore["ended"] is True and lcore["attribution"] == "affinity" and lcore["cpu"] == 1 and lcore["role"] == "process"
+    assert lcore["tid"] == int(tid) and lcore["runtime_ns"] == threads["threads"][tid][1]
+    assert lcore["runtime_ns"] > 0.5e9, lcore  # it polled from start to stop (4 s; less CPU when tenants share CPU 1)
+    # the same window without the reading: the lcore is in neither list (what every DPDK trial recorded before)
+    blind = lab.cpu_usage(dict(cpu, since=before["snapshot"]))
+    assert all(w["comm"] != "rte-worker-1" for w in blind["work"] + blind["foreign"])
+    (c1,), (b1,) = after["per_cpu"], blind["per_cpu"]
+    assert c1["work_busy"] - b1["work_busy"] == pytest.approx(lcore["busy"], abs=0.5)
+    # every thread charged to CPU 1 never adds up to more than /proc/stat saw busy there (tick-sampled: 1 tick of
+    # slack per 100); what is left is threads that started and ended inside the window (other tenants' processes)
+    threads_busy = c1["work_busy"] + sum(f["busy"] for f in after["foreign"] if f["cpu"] == 1)
+    print("CPU 1 over the window: /proc/stat busy %.1f %% (user %.1f), work %.1f %% (lcore %.1f %%), all threads "
+          "%.1f %%, before the fix work %.1f %%" % (c1["busy"], c1["user"], c1["work_busy"], lcore["busy"],
+                                                   threads_busy, b1["work_busy"]))
+    assert threads_busy <= c1["busy"] + 5, after
     assert "--force-max-simd-bitwidth=64" in res["command"] and res["simd"]["max_simd_bitwidth"] == 64
     port = res["ports"][0]
     assert port["driver"] == "net_af_xdp" and port["rx_burst_mode"] is None and port["tx_burst_mode"] is None
