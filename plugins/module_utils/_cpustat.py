@@ -321,6 +321,16 @@ def threads_from_snapshot(snap):
         raise CpuStatError(f"since holds malformed thread counters: {exc}") from exc
 
 
+def window_snapshot(cpus, proc="/proc"):
+    """A cpu_usage snapshot taken by another module (/proc/stat and the threads that may run on `cpus`), so that a
+    module that runs its own process can bracket exactly its measurement window; cpu_usage takes a pair back as
+    O(since) and O(until). The same form as cpu_usage's own snapshot."""
+    stat, mono = take(f"{proc}/stat")
+    snap = make_snapshot(stat, mono, ticks_per_second(), boot_id(f"{proc}/sys/kernel/random/boot_id"))
+    snap["threads"] = threads_snapshot(read_threads(cpus, proc))
+    return snap
+
+
 def merge_ended(live, readings, start, end):
     """live (a read_threads() result at the window's end) plus the threads of `readings` (ended_reading() results
     of processes that ended inside the window), each marked ``ended: True``.

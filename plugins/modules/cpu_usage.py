@@ -82,6 +82,14 @@ options:
     type: list
     elements: str
     default: []
+  until:
+    description:
+      - With O(since) only. A second snapshot, taken later, that ends the window instead of reading now; the usage
+        is computed between O(since) and O(until) (the snapshots are checked as O(since) is). A module that runs its
+        own process takes both at its measurement window's edges (RV(xdplab.testbed.testpmd#module:cpu_window)), so
+        the CPU figures cover exactly the window that was measured, while that process was alive.
+      - Not with O(bpf_interfaces), O(bpf_prog_ids) or O(ended_threads).
+    type: dict
   ended_threads:
     description:
       - With O(since) only. Thread readings of processes that ran inside the window and ended before its end, each
@@ -334,6 +342,9 @@ class CpuUsage:
         except Exception as exc:  # re.error: a bad pattern
             self.fail(f"work_comms: {exc}")
         self.want_bpf = bool(self.p["bpf_interfaces"] or self.p["bpf_prog_ids"])
+        if self.p["until"] is not None and (self.p["since"] is None or self.want_bpf or self.p["ended_threads"]):
+            self.fail("until ends a window opened by since (both snapshots of the same host), and takes neither "
+                      "bpf_interfaces/bpf_prog_ids nor ended_threads: pass since and until only")
         if self.p["threads"]:
             self.result["sources"].update(THREAD_SOURCES)
         if self.want_bpf:
@@ -452,10 +463,23 @@ class CpuUsage:
             prog_ids = self.bpf_prog_ids() if self.want_bpf else []
             if self.want_bpf and self.p["snapshot_only"]:
                 bpf_state = self.bpf_on()
-            now = self.read()
+            until = self.p["until"]
+            if until is not None:
+                # the window's end was read by another module (its process's measurement window): nothing is read now
+                now = cpustat.check_snapshot(until)
+                cpustat.same_boot(now, cpustat.take()[0]["btime"], cpustat.boot_id())
+            else:
+                now = self.read()
             cpus = self.select_cpus(now)
             self.result["cpus"] = cpus
-            if self.p["threads"]:
+            if self.p["threads"] and until is not None:
+                threads_now = cpustat.threads_from_snapshot(until["threads"]) if "threads" in until else None
+                if threads_now is None:
+                    self.module.warn("until has no thread counters: only /proc/stat")
+                    self.p["threads"] = False
+                    for key in THREAD_SOURCES:
+                        self.result["sources"].pop(key, None)
+            elif self.p["threads"]:
                 threads_now = cpustat.read_threads(cpus)
             if self.want_bpf:
                 bpf_now = cpustat.bpf_run_stats(prog_ids)
@@ -543,6 +567,7 @@ def main():
             "samples": {"type": "int", "default": 1},
             "snapshot_only": {"type": "bool", "default": False},
             "since": {"type": "dict"},
+            "until": {"type": "dict"},
             "threads": {"type": "bool", "default": True},
             "work_interfaces": {"type": "list", "elements": "str", "default": []},
             "work_pids": {"type": "list", "elements": "int", "default": []},

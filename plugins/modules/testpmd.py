@@ -349,9 +349,20 @@ process:
     stderr_tail:
       description: The last lines of its output (stdout and stderr share its terminal).
       type: str
+cpu_window:
+  description:
+    - Two M(xdplab.testbed.cpu_usage) snapshots (C(/proc/stat) and the threads that may run there) of the forwarding
+      lcores' CPUs (C(cpus)), taken at the measurement window's start (after the warm-up, with the first counter
+      read) and end (after the last), while testpmd polls. Pass C(start) as cpu_usage's
+      O(xdplab.testbed.cpu_usage#module:since) and C(end) as its O(xdplab.testbed.cpu_usage#module:until), and the CPU
+      figures cover exactly the window whose packets were counted (a window around the whole task also holds
+      EAL's start and the warm-up, when the lcore does not poll yet). Null if /proc could not be read.
+  returned: state=measured and not check mode
+  type: dict
+  sample: {cpus: [1], start: {version: 1, time: 6940.51}, end: {version: 1, time: 6945.52}}
 threads:
   description:
-    - The run time of each of testpmd's threads (the lcores: C(rte-worker-N) in DPDK 22.11; the main thread, EAL's control
+    - The run time of each of testpmd's threads (the lcores, C(rte-worker-N) in DPDK 22.11; the main thread; EAL's control
       threads), read from C(/proc/<pid>/task/<tid>/schedstat) just before the module sends C(quit) (after C(stop)).
       testpmd starts and ends inside the module, so a CPU window around this task that closes afterwards no longer
       sees its threads; pass this to M(xdplab.testbed.cpu_usage)'s O(xdplab.testbed.cpu_usage#module:ended_threads)
@@ -640,6 +651,14 @@ class Testpmd:
                 os.unlink(path)
         self.result["exit_status"] = rc
 
+    def cpu_snapshot(self, cpus):
+        """cpu_usage's snapshot of the forwarding lcores' CPUs now (None, with a note, if /proc cannot be read)."""
+        try:
+            return cpustat.window_snapshot(cpus)
+        except (OSError, cpustat.CpuStatError) as exc:
+            self.result["notes"].append("no CPU snapshot of the window: %s" % exc)
+            return None
+
     @staticmethod
     def cpu_flags():
         try:
@@ -688,14 +707,20 @@ class Testpmd:
         # midpoint of its command on the pty (sent, prompt back), the fwd stats read once after the warm-up
         fwd = {}
 
+        forwarding = p["lcores"][1 : p["nb_cores"] + 1]
+        cpu = {}
+
         def before_window():
             fwd["first"] = tp.parse_fwd_stats(s.command("show fwd stats all", p["timeout"])[0])
+            cpu["start"] = self.cpu_snapshot(forwarding)
 
         def read():
             out, sent, done = s.command("show port xstats all", p["timeout"])
             return (sent + done) / 2.0, tp.parse_xstats(out)
 
         snaps = [snap for _t, snap in self.sampler.run(read, before_window=before_window)]
+        cpu["end"] = self.cpu_snapshot(forwarding)
+        self.result["cpu_window"] = dict(cpu, cpus=forwarding) if cpu["start"] and cpu["end"] else None
         fwd_first = fwd["first"]
         fwd_last = tp.parse_fwd_stats(s.command("show fwd stats all", p["timeout"])[0])
         stop_text = s.command("stop", p["timeout"])[0]

@@ -424,3 +424,25 @@ def test_module_counts_an_ended_process_as_work(capsys):
 def test_module_refuses_ended_threads_without_since(capsys):
     res = run_module({"ended_threads": [{"pid": 1, "time": 0, "threads": {}}]}, capsys)
     assert res["failed"] and "ended_threads needs since" in res["msg"]
+
+
+def test_module_window_between_two_snapshots_another_module_took(capsys):
+    import time
+
+    cpu = max(os.sched_getaffinity(0))
+    start = json.loads(json.dumps(cpustat.window_snapshot([cpu])))
+    time.sleep(0.05)
+    end = json.loads(json.dumps(cpustat.window_snapshot([cpu])))
+    time.sleep(0.05)
+    res = run_module({"cpus": [cpu], "since": start, "until": end}, capsys)
+    assert not res.get("failed"), res.get("msg")
+    # nothing is read now: the window is exactly the two snapshots'
+    assert res["window"] == {"start": start["time"], "end": end["time"]}
+    assert res["seconds"] == round(end["time"] - start["time"], 6) and res["snapshot"]["time"] == end["time"]
+    assert res["per_cpu"][0]["cpu"] == cpu and "work_busy" in res["per_cpu"][0]
+    for bad in ({"until": end}, {"since": start, "until": end, "bpf_prog_ids": [1]},
+                {"since": start, "until": end, "ended_threads": [{"pid": 1, "time": 0, "threads": {}}]}):
+        res = run_module(dict(bad, cpus=[cpu]), capsys)
+        assert res["failed"] and "until ends a window opened by since" in res["msg"]
+    res = run_module({"cpus": [cpu], "since": end, "until": start}, capsys)
+    assert res["failed"] and "since was taken after" in res["msg"]

@@ -352,3 +352,7 @@ def test_measure_runs_the_sampler_on_the_session(no_start, tmp_path, fake_clock,
     stop = next(t for line, t in session.sent if line == "stop")
     assert threads["pid"] == os.getpid() and threads["time"] >= stop + 0.01 and str(threads_of_me()) in threads["threads"]
     assert threads["threads"][str(threads_of_me())][1] > 0  # run time in ns
+    # cpu_usage snapshots of the forwarding lcore's CPU at the window's edges (cpu_usage since/until)
+    window = res["cpu_window"]
+    assert window["cpus"] == [1] and window["start"]["time"] <= window["end"]["time"]
+    assert set(window["start"]["cpus"]) >= {"1"} and "threads" in window["end"]
