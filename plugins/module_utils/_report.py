@@ -338,3 +338,80 @@ def provenance_lines(records):
         if line not in seen:
             seen.append(line)
     return seen
+
+
+# Several DUTs side by side (issue 12): each DUT's rows are aggregate()'s, one column per DUT.
+SIDE_BY_SIDE_FIELDS = ("repetitions", "mpps_mean", "mpps_stdev", "offered_mpps", "limit")
+
+
+def side_by_side(records_by_dut, reference=None):
+    """(axes, rows): one row per matrix point any DUT measured, with each DUT's aggregate() values beside the others'.
+
+    records_by_dut maps a DUT's name to its records (read_records). A row holds the point's axis columns
+    (axis_column) and "duts": {dut: {repetitions, mpps_mean, mpps_stdev, offered_mpps, limit}} for the DUTs that
+    measured the point (a DUT without it is absent there). The paper's number, where reference matches, is the
+    same for every DUT (one value per row, "paper_mpps").
+    """
+    axes = point_axes([r for recs in records_by_dut.values() for r in recs])
+    columns = [axis_column(a) for a in axes]
+    table = {}
+    for dut, recs in records_by_dut.items():
+        for row in aggregate(recs, reference):
+            key = tuple(row.get(c) for c in columns)
+            entry = table.setdefault(key, {**dict(zip(columns, key)), "duts": {}, "paper_mpps": None})
+            entry["duts"][dut] = {f: row[f] for f in SIDE_BY_SIDE_FIELDS}
+            if row.get("paper_mpps") is not None:
+                entry["paper_mpps"] = row["paper_mpps"]
+    return axes, [table[k] for k in sorted(table, key=sort_key)]
+
+
+def side_by_side_csv(axes, rows, duts):
+    """CSV of side_by_side(): the axis columns, then <dut>_<field> for every DUT in the order given, paper_mpps."""
+    columns = [axis_column(a) for a in axes]
+    header = columns + ["%s_%s" % (d, f) for d in duts for f in SIDE_BY_SIDE_FIELDS] + ["paper_mpps"]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        cells = [row.get(c) for c in columns]
+        for d in duts:
+            values = row["duts"].get(d, {})
+            cells += [values.get(f) for f in SIDE_BY_SIDE_FIELDS]
+        writer.writerow(["" if c is None else c for c in cells + [row["paper_mpps"]]])
+    return buf.getvalue()
+
+
+def side_by_side_markdown(axes, rows, duts, title, provenance_by_dut=None):
+    """One table, a column per DUT: "mean ± stdev (limit)" Mpps of each point; then each DUT's provenance lines."""
+    shown = [a for a in axes if a not in ("action", "system")]
+    headers = ["system"] + [{"packet_len": "size"}.get(a, AXIS_HEADERS.get(a, a)) for a in shown]
+    headers += ["%s Mpps" % d for d in duts] + ["paper Mpps"]
+    align = ["---"] + ["---:" if a in ("packet_len", "cores", "offered_mpps") else "---" for a in shown]
+    align += ["---:"] * (len(duts) + 1)
+    lines = ["## %s" % title, "", "| %s |" % " | ".join(headers), "|%s|" % "|".join(align)]
+    for row in rows:
+        system = row["system"] if not row.get("action") else "%s %s" % (row["system"], row["action"])
+        cells = [system] + [_fmt(row.get(axis_column(a))) for a in shown]
+        for d in duts:
+            values = row["duts"].get(d)
+            if values is None:
+                cells.append("-")
+                continue
+            limit = "offered load *" if values["limit"] == GENERATOR_LIMITED else values["limit"]
+            cells.append(
+                "%s ± %s (%s, n=%d)"
+                % (_fmt(values["mpps_mean"], "%.3f"), _fmt(values["mpps_stdev"], "%.3f"), limit, values["repetitions"])
+            )
+        cells.append(_fmt(row["paper_mpps"], "%.2f"))
+        lines.append("| %s |" % " | ".join(str(c) for c in cells))
+    lines += [
+        "",
+        "Each DUT's cell: the mean of its repetitions ± their sample standard deviation (the limit its trials hit, "
+        "n = repetitions); - = the DUT did not measure the point. \\* offered load: the DUT counted >= %d%% "
+        "of what the generator sent (the generator was the limit)." % round(KEPT_UP_SHARE * 100),
+    ]
+    for d in duts:
+        prov = (provenance_by_dut or {}).get(d) or []
+        if prov:
+            lines += ["", "Provenance of %s:" % d] + ["- %s" % p for p in prov]
+    return "\n".join(lines) + "\n"

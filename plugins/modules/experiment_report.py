@@ -32,9 +32,17 @@ author:
   - xdplab.testbed developers (!UNKNOWN)
 options:
   results:
-    description: Path of the JSON-lines trial records.
+    description: Path of the JSON-lines trial records (required unless O(side_by_side) is given).
     type: path
-    required: true
+  side_by_side:
+    description:
+      - Several DUTs' records in one table instead (issue 12), a mapping of a DUT's name to the path of its trial
+        records (C(results/EXPERIMENT/DUT/trials.jsonl)). Each DUT's records are aggregated as for its own report
+        (mean, stdev, offered load, limit of each matrix point); the table has one row per point any DUT measured
+        and one column per DUT, in the order given. Writes C(side_by_side.csv) and C(side_by_side.md) into
+        O(dest) (required with it). O(figures) are not drawn in this mode; each DUT's own report draws them.
+      - A DUT whose records file does not exist yet is left out with a warning (it ran no trial).
+    type: dict
   dest:
     description: Directory for report.csv and report.md (default, the directory of O(results)).
     type: path
@@ -104,6 +112,7 @@ options:
     type: str
     default: gnuplot
 notes:
+  - O(results) and O(side_by_side) are mutually exclusive.
   - Check mode computes the tables and figures and reports whether the files would change, without writing them
     or running gnuplot.
   - A figure is redrawn only when its script or data changed or its PNG is missing (idempotent).
@@ -125,6 +134,15 @@ EXAMPLES = r"""
 - name: Print it
   ansible.builtin.debug:
     msg: "{{ report.markdown.splitlines() }}"
+
+- name: Two DUTs side by side, one column each
+  xdplab.testbed.experiment_report:
+    side_by_side:
+      dut1: results/paper_drop/dut1/trials.jsonl
+      dut2: results/paper_drop/dut2/trials.jsonl
+    dest: results/paper_drop
+    title: Drop rate, dut1 beside dut2
+  delegate_to: localhost
 
 - name: Tables and the paper's figures
   xdplab.testbed.experiment_report:
@@ -153,7 +171,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 rows:
-  description: One aggregated row per matrix point.
+  description:
+    - One aggregated row per matrix point.
+    - With O(side_by_side), a row holds the point's axes, C(paper_mpps) and C(duts), a mapping of each DUT that
+      measured the point to its C(repetitions), C(mpps_mean), C(mpps_stdev), C(offered_mpps) and C(limit).
   returned: always
   type: list
   elements: dict
@@ -185,7 +206,8 @@ csv:
 files:
   description:
     - Paths of the written (or, in check mode, to be written) files, C(report.csv) and C(report.md) first, then
-      each figure's PNG, gnuplot script and data files.
+      each figure's PNG, gnuplot script and data files (with O(side_by_side), C(side_by_side.csv) and
+      C(side_by_side.md)).
   returned: always
   type: list
   elements: str
@@ -215,7 +237,7 @@ skipped_figures:
   type: list
   elements: str
 trials:
-  description: Number of trial records read.
+  description: Number of trial records read (of every DUT, with O(side_by_side)).
   returned: always
   type: int
 skipped_lines:
@@ -338,7 +360,55 @@ class ExperimentReport:
             )
         return True
 
+    def _load(self, path):
+        try:
+            records, warnings = report.load(path, self.p["link_speed_gbit"])
+        except OSError as exc:
+            self.module.fail_json(msg="cannot read the trial records %s: %s" % (path, exc))
+        for warning in warnings:
+            self.module.warn(str(warning))
+        return records, warnings
+
+    def run_side_by_side(self):
+        if self.p["figures"]:
+            self.module.fail_json(msg="figures are drawn by each DUT's own report, not with side_by_side: leave figures out")
+        duts = list(self.p["side_by_side"])
+        records_by_dut, skipped, provenance = {}, 0, {}
+        for dut in duts:
+            path = self.p["side_by_side"][dut]
+            if not os.path.exists(path):
+                self.module.warn("side_by_side: no trial records of %s at %s (it ran no trial); left out" % (dut, path))
+                continue
+            records, warnings = self._load(path)
+            records_by_dut[dut] = records
+            provenance[dut] = report.provenance_lines(records)
+            skipped += len(warnings)
+        shown = [d for d in duts if d in records_by_dut]
+        axes, rows = report.side_by_side(records_by_dut, self._reference())
+        markdown = report.side_by_side_markdown(axes, rows, shown, self.p["title"], provenance)
+        csv_text = report.side_by_side_csv(axes, rows, shown)
+        dest = self.p["dest"]
+        if not self.module.check_mode:
+            os.makedirs(dest, exist_ok=True)
+        files = [os.path.join(dest, "side_by_side.csv"), os.path.join(dest, "side_by_side.md")]
+        changed = self._write(files[0], csv_text)
+        changed = self._write(files[1], markdown) or changed
+        return dict(
+            changed=changed,
+            rows=rows,
+            markdown=markdown,
+            csv=csv_text,
+            files=files,
+            trials=sum(len(r) for r in records_by_dut.values()),
+            skipped_lines=skipped,
+            figures=[],
+            figure_details=[],
+            skipped_figures=[],
+        )
+
     def run(self):
+        if self.p["side_by_side"] is not None:
+            return self.run_side_by_side()
         specs, gnuplot = self._specs()
         try:
             records, warnings = report.load(self.p["results"], self.p["link_speed_gbit"])
@@ -390,7 +460,8 @@ class ExperimentReport:
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            results=dict(type="path", required=True),
+            results=dict(type="path"),
+            side_by_side=dict(type="dict"),
             dest=dict(type="path"),
             title=dict(type="str", default="Results"),
             reference=dict(type="path"),
@@ -401,6 +472,9 @@ def main():
             link_speed_gbit=dict(type="float"),
             gnuplot=dict(type="str", default="gnuplot"),
         ),
+        required_one_of=[("results", "side_by_side")],
+        mutually_exclusive=[("results", "side_by_side")],
+        required_by={"side_by_side": "dest"},
         supports_check_mode=True,
     )
     module.exit_json(**ExperimentReport(module).run())
