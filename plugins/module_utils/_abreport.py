@@ -154,7 +154,7 @@ def figure_files(result, picked, plan, title):
     va, vb = plan["variants"]["A"]["name"], plan["variants"]["B"]["name"]
     gp = "\n".join(
         [
-            "set terminal pngcairo size 1400,800 font 'sans,13'",
+            "set terminal pngcairo noenhanced size 1400,800 font 'sans,13'",
             "set output 'ab_compare.png'",
             "set multiplot layout 1,2 title %s\\n%s"
             % (_figures.gp_string(title)[:-1], _figures.gp_string(result["verdict"])[1:]),
@@ -163,9 +163,9 @@ def figure_files(result, picked, plan, title):
             "set xrange [0.5:2.5]",
             "set ylabel 'Mpps'",
             "set grid ytics",
-            "plot 'ab_compare.dat' using ($1 eq 'A' ? $2 : NaN):3 with points pt 7 ps 1.4 lc rgb '%s' title 'A', \\"
+            "plot 'ab_compare.dat' using (strcol(1) eq 'A' ? $2 : NaN):3 with points pt 7 ps 1.4 lc rgb '%s' title 'A', \\"
             % COLOURS["A"],
-            "     'ab_compare.dat' using ($1 eq 'B' ? $2 : NaN):3 with points pt 5 ps 1.4 lc rgb '%s' title 'B', \\"
+            "     'ab_compare.dat' using (strcol(1) eq 'B' ? $2 : NaN):3 with points pt 5 ps 1.4 lc rgb '%s' title 'B', \\"
             % COLOURS["B"],
             "     '+' using (($1 < 1.5) ? $1 : NaN):(%.6f) with lines dt 2 lw 2 lc rgb '%s' notitle, \\"
             % (result["geomean_a"] / 1e6, COLOURS["A"]),

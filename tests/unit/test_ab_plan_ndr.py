@@ -6,6 +6,8 @@ search itself is the real MLRsearch package.
 """
 
 import json
+import shutil
+import subprocess
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -90,7 +92,7 @@ def _record(variant, pps, i, block=1):
     }
 
 
-def test_report_picks_each_variant_and_renders():
+def test_report_picks_each_variant_and_renders(tmp_path):
     plan = ab_compare_plan({"touch": "no_touch"}, {"touch": "read"}, POINT, 3, systems=SYSTEMS)
     recs = []
     for i in range(3):
@@ -108,6 +110,12 @@ def test_report_picks_each_variant_and_renders():
     assert set(files) == {"ab_compare.gp", "ab_compare.dat", "ab_compare.ci.dat"}
     assert len(files["ab_compare.dat"].splitlines()) == 7
     json.dumps(result)  # the result is JSON (the module returns and writes it)
+    if shutil.which("gnuplot"):  # the real gnuplot draws it (a `$1 eq 'A'` on a string column was an error)
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
+        res = subprocess.run(["gnuplot", "ab_compare.gp"], cwd=tmp_path, capture_output=True, text=True, check=False)
+        assert res.returncode == 0 and not res.stderr, res.stderr
+        assert (tmp_path / "ab_compare.png").stat().st_size > 10000
 
 
 def test_goals_defaults_and_bad_loss_ratio():
