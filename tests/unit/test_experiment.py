@@ -140,6 +140,9 @@ def test_every_default_is_in_the_argument_spec_with_the_same_default():
 
 # impl forward (issue 9): the DUT's counters before and after the far side's count, then the measurement
 BRACKETED_MEASURE = {"forward"}
+# impls whose forwarding entries (`forward`) run their measuring task in the background (async) and count where the
+# frames come back (tasks/systems/forward/process.yml, which includes the forward impl's bracket)
+FORWARDING_PROCESS = {"dpdk", "af_xdp"}
 
 
 def test_every_system_has_an_implementation_with_setup_measure_teardown():
@@ -155,6 +158,11 @@ def test_every_system_has_an_implementation_with_setup_measure_teardown():
         if impl in BRACKETED_MEASURE:
             assert "__experiment_measured" in measure[-1]["ansible.builtin.set_fact"], impl
             assert sum(1 for t in measure if t.get("register") == "__experiment_fwd_far") == 1, impl
+        elif impl in FORWARDING_PROCESS:
+            assert measure[0]["register"] == "__experiment_measured" and measure[0]["poll"] == 0, impl
+            assert "if __experiment_trial.system.forward is defined else 0" in measure[0]["async"], impl
+            assert [t["ansible.builtin.include_tasks"] for t in measure[1:]] == ["systems/forward/process.yml"], impl
+            assert measure[1]["when"] == "__experiment_trial.system.forward is defined", impl
         else:
             assert len(measure) == 1 and measure[0]["register"] == "__experiment_measured", impl
 
