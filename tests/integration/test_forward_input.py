@@ -1,5 +1,6 @@
 """Bad input to the forwarding experiment (issue 9) gets a clear error before anything on the system changes:
-an egress port that is the ingress port, a redirect to a port of another host (the generator's), a ring size the
+an egress port that is the ingress port (XDP_REDIRECT, Linux and DPDK `mac` forwarding), testpmd `mac` on a PCI port
+without the egress port's PCI address, a redirect to a port of another host (the generator's), a ring size the
 driver refuses (veth has no rings; mlx5 takes 64 to 8192 descriptors)."""
 
 import json
@@ -19,16 +20,22 @@ MLX5 = {"xdplab_dut_ports": [{"name": "veth-dut0", "driver": "mlx5_core"}]}
     ("extra", "message"),
     [
         ({"xdplab_dut_egress_interface": "veth-dut0"},
-         "the systems xdp_redirect, linux_forward send out of a second port, but xdplab_dut_egress_interface is "
-         "'veth-dut0' and the ingress port (xdplab_dut_interface) is veth-dut0"),
+         "the systems xdp_redirect, linux_forward send out of a second port, but xdplab_dut_egress_interface "
+         "is 'veth-dut0' and the ingress port (xdplab_dut_interface) is veth-dut0"),
         ({"xdplab_dut_egress_interface": "veth-tg1"},
          "xdplab_dut_egress_interface veth-tg1 is a port of tg"),
         ({"paper_forward_ring_sizes": [256, 512]},
          "the veth driver has no RX/TX rings to size (ethtool -G: Operation not supported)"),
         (dict(MLX5, paper_forward_ring_sizes=[256, 16384]),
          "ring sizes [256, 16384] for veth-dut0 (driver mlx5_core): the driver takes 64 to 8192 descriptors per ring"),
+        ({"paper_forward_systems": ["xdp_tx", "dpdk_mac"], "xdplab_dut_egress_interface": "veth-dut0"},
+         "the systems dpdk_mac send out of a second port, but xdplab_dut_egress_interface is 'veth-dut0'"),
+        ({"paper_forward_systems": ["dpdk_mac"], "xdplab_dpdk_port": "0000:03:00.0"},
+         "the systems dpdk_mac run testpmd `mac` from the ingress port (xdplab_dpdk_port 0000:03:00.0) to the egress "
+         "port, but xdplab_dpdk_egress_port is ''"),
     ],
-    ids=["egress-is-ingress", "egress-on-generator", "veth-rings", "mlx5-ring-limit"],
+    ids=["egress-is-ingress", "egress-on-generator", "veth-rings", "mlx5-ring-limit", "dpdk-egress-is-ingress",
+         "dpdk-pci-no-egress"],
 )
 def test_refused_before_any_change(extra, message, tmp_path):
     # --tags never_any: only the always-tagged input checks run, so a missed refusal changes nothing either
