@@ -202,6 +202,17 @@ def test_af_xdp_rxonly_scalar(lab):
           "%.1f %%, before the fix work %.1f %%" % (c1["busy"], c1["user"], c1["work_busy"], lcore["busy"],
                                                    threads_busy, b1["work_busy"]))
     assert threads_busy <= c1["busy"] + 5, after
+    # over testpmd's own measurement window (its cpu_window snapshots, cpu_usage since/until) the lcore is alive at
+    # both reads and polls all of the window it gets the CPU for
+    window = res["cpu_window"]
+    own = lab.cpu_usage(dict(cpu, since=window["start"], until=window["end"], work_pids=[threads["pid"]]))
+    assert not own.get("failed"), own.get("msg")
+    assert own["window"] == {"start": window["start"]["time"], "end": window["end"]["time"]}
+    (polling,) = [w for w in own["work"] if w["comm"] == "rte-worker-1"]
+    assert "ended" not in polling and polling["attribution"] == "affinity"
+    print("CPU 1 over testpmd's window (%.2f s): /proc/stat busy %.1f %%, work %.1f %% (lcore %.1f %%)"
+          % (own["seconds"], own["per_cpu"][0]["busy"], own["per_cpu"][0]["work_busy"], polling["busy"]))
+    assert polling["busy"] > lcore["busy"], (polling, lcore)  # the whole-task window dilutes it with EAL's start
     assert "--force-max-simd-bitwidth=64" in res["command"] and res["simd"]["max_simd_bitwidth"] == 64
     port = res["ports"][0]
     assert port["driver"] == "net_af_xdp" and port["rx_burst_mode"] is None and port["tx_burst_mode"] is None
