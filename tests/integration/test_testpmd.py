@@ -198,9 +198,9 @@ def test_af_xdp_rxonly_scalar(lab):
     # every thread charged to CPU 1 never adds up to more than /proc/stat saw busy there (tick-sampled: 1 tick of
     # slack per 100); what is left is threads that started and ended inside the window (other tenants' processes)
     threads_busy = c1["work_busy"] + sum(f["busy"] for f in after["foreign"] if f["cpu"] == 1)
+    figures = (c1["busy"], c1["user"], c1["work_busy"], lcore["busy"], threads_busy, b1["work_busy"])
     print("CPU 1 over the window: /proc/stat busy %.1f %% (user %.1f), work %.1f %% (lcore %.1f %%), all threads "
-          "%.1f %%, before the fix work %.1f %%" % (c1["busy"], c1["user"], c1["work_busy"], lcore["busy"],
-                                                   threads_busy, b1["work_busy"]))
+          "%.1f %%, before the fix work %.1f %%" % figures)
     assert threads_busy <= c1["busy"] + 5, after
     # over testpmd's own measurement window (its cpu_window snapshots, cpu_usage since/until) the lcore is alive at
     # both reads and polls all of the window it gets the CPU for

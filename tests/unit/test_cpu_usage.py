@@ -333,8 +333,8 @@ TESTPMD_PID, TESTPMD_LCORE = 31231, 31234
 
 def test_read_process_threads_of_a_real_testpmd():
     threads = cpustat.read_process_threads(TESTPMD_PID, proc=os.path.join(TESTPMD, "end"))
-    assert {t["comm"] for t in threads.values()} == {"dpdk-testpmd", "eal-intr-thread", "rte_mp_handle",
-                                                   "rte-worker-1", "telemetry-v2", "telemetry-v1"}
+    comms = {"dpdk-testpmd", "eal-intr-thread", "rte_mp_handle", "rte-worker-1", "telemetry-v2", "telemetry-v1"}
+    assert {t["comm"] for t in threads.values()} == comms
     lcore = threads[TESTPMD_LCORE]
     assert lcore["allowed"] == [1] and lcore["cpu"] == 1 and lcore["runtime_ns"] == 1_323_404_015
     assert all(t["pid"] == TESTPMD_PID and t["kthread"] is False for t in threads.values())
