@@ -404,9 +404,10 @@ def test_module_counts_an_ended_process_as_work(capsys):
     first = run_module({"cpus": [cpu], "snapshot_only": True}, capsys)
     reading = cpustat.ended_reading(TESTPMD_PID, proc=os.path.join(TESTPMD, "end"), clock=time.monotonic)
     # the fixture's lcore was pinned to CPU 1; here it stands pinned to the CPU measured, under a tid no live thread has
+    # (only the lcore: the fixture's other threads were pinned to CPU 0, which may be the CPU measured here)
     lcore = reading["threads"].pop(str(TESTPMD_LCORE))
     lcore[5] = str(cpu)
-    reading["threads"][str(2 ** 22 + 1)] = lcore
+    reading["threads"] = {str(2 ** 22 + 1): lcore}
     time.sleep(0.05)
     res = run_module({"cpus": [cpu], "since": first["snapshot"], "ended_threads": [reading],
                       "work_pids": [TESTPMD_PID]}, capsys)
