@@ -618,19 +618,8 @@ def update_elem(fd, key, value, key_size=4, value_size=4):
 
 def lookup_int(map_id, key):
     """Integer value of ``key`` in map ``map_id``, or None when the entry is empty (ENOENT)."""
-    fd = map_fd_by_id(map_id)
-    try:
-        info = _map_info_fd(fd)
-        buf = ctypes.create_string_buffer(info["value_size"])
-        try:
-            _lookup(fd, key, info["key_size"], buf)
-        except LibbpfError as exc:
-            if exc.errno == _errno.ENOENT:
-                return None
-            raise
-        return int.from_bytes(buf.raw[:4], "little")
-    finally:
-        _close(fd)
+    raw = lookup_bytes(map_id, key)
+    return None if raw is None else int.from_bytes(raw[:4], "little")
 
 
 def lookup_bytes(map_id, key):
