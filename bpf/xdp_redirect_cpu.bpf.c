@@ -48,13 +48,7 @@ int xdp_redirect_cpu(struct xdp_md *ctx)
 SEC("xdp/cpumap")
 int xdp_cpumap_fwd(struct xdp_md *ctx)
 {
-	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = (void *)(long)ctx->data;
-
-	if ((void *)(eth + 1) > data_end)
-		return XDP_ABORTED;
-	swap_mac(eth);
-	return bpf_redirect_map(&tx_ports, TX_PORT_KEY, XDP_ABORTED);
+	return swap_mac_and_redirect(ctx, &tx_ports, TX_PORT_KEY);
 }
 
 char _license[] SEC("license") = "GPL";
