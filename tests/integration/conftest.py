@@ -26,9 +26,14 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 
 import pytest
+
+COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "collections")
+MODULES = "ansible_collections.xdplab.testbed.plugins.modules."
 
 
 def sh(*argv, check=True, **kw):
@@ -138,6 +143,19 @@ class NetLab:
     def xdp(self, dev, ns=None):
         """The link's XDP attachment (ip -d link's "xdp"), None when there is none."""
         return self.link(dev, ns).get("xdp")
+
+    def module(self, ns, name, args):
+        """Run the collection's module ``name`` with ``args`` inside namespace ``ns``; its JSON result."""
+        fd, path = tempfile.mkstemp(prefix="xdplab-args-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"ANSIBLE_MODULE_ARGS": args}, f)
+            proc = sh("ip", "netns", "exec", ns, sys.executable, "-m", MODULES + name, path, check=False,
+                      env=dict(os.environ, PYTHONPATH=COLLECTIONS))
+        finally:
+            os.unlink(path)
+        assert proc.stdout.strip(), proc.stderr
+        return json.loads(proc.stdout)
 
 
 @pytest.fixture

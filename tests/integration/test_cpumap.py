@@ -14,20 +14,16 @@ cpumap entry naming a program that is not a cpumap program) is refused before an
 
 import json
 import os
-import secrets
 import subprocess
-import sys
 
 import pytest
 
 pytestmark = pytest.mark.root
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, "collections")
 BUILD = os.path.join(ROOT, "bpf", "build")
 GEN = os.path.join(BUILD, "xdplab-trafficgen")
 OBJ = os.path.join(BUILD, "xdp_redirect_cpu.bpf.o")
-MODULES = "ansible_collections.xdplab.testbed.plugins.modules."
 RATE, SECONDS, QSIZE = 50000, 2, 2048
 GEN_CPU, REMOTE_CPU = 0, 1
 MACS = {"tg0": "02:58:44:50:0e:01", "dut0": "02:58:44:50:0e:02", "tg1": "02:58:44:50:0e:03",
@@ -35,7 +31,7 @@ MACS = {"tg0": "02:58:44:50:0e:01", "dut0": "02:58:44:50:0e:02", "tg1": "02:58:4
 
 
 @pytest.fixture
-def lab(tmp_path, netlab):
+def lab(netlab):
     if os.cpu_count() < 2:
         pytest.skip("a cpumap forwards from another CPU: needs 2 CPUs")
     if not all(os.path.exists(os.path.join(BUILD, f)) for f in ("xdplab-trafficgen", "xdp_redirect_cpu.bpf.o")):
@@ -43,17 +39,7 @@ def lab(tmp_path, netlab):
         assert proc.returncode == 0, proc.stderr[-2000:]
     lab = netlab("xd-cm", pairs=[("tg0", "dut0"), ("tg1", "dut1")], gro=["tg0", "dut0", "tg1", "dut1"],
                  macs=MACS, no_ipv6=True)
-    lab.tmp = tmp_path
     return lab
-
-
-def module(lab, ns, name, args):
-    path = lab.tmp / f"args-{secrets.token_hex(4)}.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", MODULES + name, str(path)],
-                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False)
-    assert proc.stdout.strip(), proc.stderr
-    return json.loads(proc.stdout)
 
 
 def cpumap_kthread_cpus(map_id):
@@ -77,21 +63,21 @@ def test_cpumap_forwards_from_the_other_cpu(lab):
 
     base = {"interface": "dut0", "object": OBJ, "program": "xdp_redirect_cpu", "variables": {"remote_cpu": REMOTE_CPU}}
     # bad input first: a cpumap entry runs only a program loaded for a cpumap
-    bad = module(lab, lab.dut, "xdp_program", dict(base, map_entries={
+    bad = lab.module(lab.dut, "xdp_program", dict(base, map_entries={
         "cpu_map": {REMOTE_CPU: {"qsize": QSIZE, "program": "xdp_redirect_cpu"}}, "tx_ports": {0: "dut1"}}))
     assert bad.get("failed") and "not xdp/cpumap" in bad["msg"], bad
     assert lab.xdp("dut0") is None, "a refused cpumap entry must change nothing"
 
     fwd = dict(base, map_entries={"cpu_map": {REMOTE_CPU: {"qsize": QSIZE, "program": "xdp_cpumap_fwd"}},
                                   "tx_ports": {0: "dut1"}})
-    attached = module(lab, lab.dut, "xdp_program", fwd)
+    attached = lab.module(lab.dut, "xdp_program", fwd)
     assert attached["changed"] and not attached.get("failed"), attached
     ifindex = int(lab.exec(lab.dut, "cat", "/sys/class/net/dut1/ifindex").stdout)
     # tx_ports is a map of the cpumap program only: found through the cpumap entry
     assert attached["map_entries"] == {"cpu_map": {str(REMOTE_CPU): {"qsize": QSIZE, "program": "xdp_cpumap_fwd"}},
                                        "tx_ports": {"0": ifindex}}, attached
     assert attached["variables"]["remote_cpu"] == REMOTE_CPU
-    again = module(lab, lab.dut, "xdp_program", fwd)
+    again = lab.module(lab.dut, "xdp_program", fwd)
     assert again["changed"] is False and again["id"] == attached["id"], again
 
     cpu_map = libbpf.find_prog_map(attached["id"], name="cpu_map")
@@ -99,20 +85,20 @@ def test_cpumap_forwards_from_the_other_cpu(lab):
     # the kernel's thread for the entry, bound to the remote CPU
     assert cpumap_kthread_cpus(cpu_map["id"]) == {f"cpumap/{REMOTE_CPU}/map:{cpu_map['id']}": str(REMOTE_CPU)}
 
-    drop = module(lab, lab.tg, "xdp_program", {"interface": "tg1", "object": os.path.join(BUILD, "xdp_bare_drop.bpf.o"),
+    drop = lab.module(lab.tg, "xdp_program", {"interface": "tg1", "object": os.path.join(BUILD, "xdp_bare_drop.bpf.o"),
                                                "program": "xdp_bare_drop"})
     assert drop["changed"], drop
     far_args = {"devices": ["tg1"], "extra_devices": ["tg0"]}
     dut_args = {"devices": ["dut0"], "extra_devices": ["dut1"], "at": "dut", "count": "if_rx_packets"}
-    far0 = module(lab, lab.tg, "rx_counters", dict(far_args, snapshot_only=True))["snapshot"]
-    dut0 = module(lab, lab.dut, "rx_counters", dict(dut_args, snapshot_only=True))["snapshot"]
+    far0 = lab.module(lab.tg, "rx_counters", dict(far_args, snapshot_only=True))["snapshot"]
+    dut0 = lab.module(lab.dut, "rx_counters", dict(dut_args, snapshot_only=True))["snapshot"]
     gen = lab.exec(lab.tg, GEN, "--dev", "tg0", "--src-mac", MACS["tg0"], "--dst-mac", MACS["dut0"],
                    "--src-ip", "10.78.0.1", "--dst-ip", "10.78.0.2", "--pkt-len", "64", "--flows", "1",
                    "--queues", "1", "--cpus", str(GEN_CPU), "--duration", str(SECONDS), "--rate", str(RATE),
                    "--obj", os.path.join(BUILD, "xdp_trafficgen.bpf.o"))
     sent = json.loads(gen.stdout.strip().splitlines()[-1])["sent"]
-    far = module(lab, lab.tg, "rx_counters", dict(far_args, since=far0))
-    dut = module(lab, lab.dut, "rx_counters", dict(dut_args, since=dut0))
+    far = lab.module(lab.tg, "rx_counters", dict(far_args, since=far0))
+    dut = lab.module(lab.dut, "rx_counters", dict(dut_args, since=dut0))
 
     counted = far["counted"]
     assert sent > 0.8 * RATE * SECONDS, sent
@@ -124,4 +110,4 @@ def test_cpumap_forwards_from_the_other_cpu(lab):
     assert counted["own_packets"] > 0 and abs(far["agreement"]) <= 1.0, counted
 
     for ns, dev in ((lab.dut, "dut0"), (lab.tg, "tg1")):
-        assert module(lab, ns, "xdp_program", {"interface": dev, "state": "absent"})["changed"]
+        assert lab.module(ns, "xdp_program", {"interface": dev, "state": "absent"})["changed"]

@@ -13,76 +13,62 @@ anywhere. Bad input: a devmap entry naming an interface of another namespace (ho
 
 import json
 import os
-import secrets
 import subprocess
-import sys
 
 import pytest
 
 pytestmark = pytest.mark.root
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, "collections")
 BUILD = os.path.join(ROOT, "bpf", "build")
 GEN = os.path.join(BUILD, "xdplab-trafficgen")
-MODULES = "ansible_collections.xdplab.testbed.plugins.modules."
 RATE, SECONDS = 50000, 2
 MACS = {"tg0": "02:58:44:50:0f:01", "dut0": "02:58:44:50:0f:02", "tg1": "02:58:44:50:0f:03",
         "dut1": "02:58:44:50:0f:04"}
 
 
 @pytest.fixture
-def lab(tmp_path, netlab):
+def lab(netlab):
     if not all(os.path.exists(os.path.join(BUILD, f)) for f in ("xdplab-trafficgen", "xdp_forward.bpf.o")):
         proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr[-2000:]
     lab = netlab("xd-fw", pairs=[("tg0", "dut0"), ("tg1", "dut1")], gro=["tg0", "dut0", "tg1", "dut1"],
                  macs=MACS, no_ipv6=True)
-    lab.tmp = tmp_path
     return lab
-
-
-def module(lab, ns, name, args):
-    path = lab.tmp / f"args-{secrets.token_hex(4)}.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    proc = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", MODULES + name, str(path)],
-                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False)
-    assert proc.stdout.strip(), proc.stderr
-    return json.loads(proc.stdout)
 
 
 def test_redirect_map_counted_at_the_generator(lab):
     from ansible_collections.xdplab.testbed.plugins.module_utils import _forwarding as forwarding
 
     # bad input first: the egress port of a devmap must be on the DUT itself
-    bad = module(lab, lab.dut, "xdp_program", {"interface": "dut0", "object": os.path.join(BUILD, "xdp_forward.bpf.o"),
+    bad = lab.module(lab.dut, "xdp_program", {"interface": "dut0", "object": os.path.join(BUILD, "xdp_forward.bpf.o"),
                                                "program": "xdp_fwd_redirect_map", "map_entries": {"tx_ports": {0: "tg1"}}})
     assert bad.get("failed") and "tg1 does not exist in this network namespace" in bad["msg"], bad
     assert lab.xdp("dut0") is None, "a refused devmap entry must change nothing"
 
     fwd = {"interface": "dut0", "object": os.path.join(BUILD, "xdp_forward.bpf.o"), "program": "xdp_fwd_redirect_map",
            "map_entries": {"tx_ports": {0: "dut1"}}}
-    attached = module(lab, lab.dut, "xdp_program", fwd)
+    attached = lab.module(lab.dut, "xdp_program", fwd)
     assert attached["changed"] and not attached.get("failed"), attached
     ifindex = int(lab.exec(lab.dut, "cat", "/sys/class/net/dut1/ifindex").stdout)
     assert attached["map_entries"] == {"tx_ports": {"0": ifindex}}
-    again = module(lab, lab.dut, "xdp_program", fwd)
+    again = lab.module(lab.dut, "xdp_program", fwd)
     assert again["changed"] is False and again["id"] == attached["id"], again
-    drop = module(lab, lab.tg, "xdp_program", {"interface": "tg1", "object": os.path.join(BUILD, "xdp_bare_drop.bpf.o"),
+    drop = lab.module(lab.tg, "xdp_program", {"interface": "tg1", "object": os.path.join(BUILD, "xdp_bare_drop.bpf.o"),
                                                "program": "xdp_bare_drop"})
     assert drop["changed"], drop
 
     far_args = {"devices": ["tg1"], "extra_devices": ["tg0"]}
     dut_args = {"devices": ["dut0"], "extra_devices": ["dut1"], "at": "dut", "count": "if_rx_packets"}
-    far0 = module(lab, lab.tg, "rx_counters", dict(far_args, snapshot_only=True))["snapshot"]
-    dut0 = module(lab, lab.dut, "rx_counters", dict(dut_args, snapshot_only=True))["snapshot"]
+    far0 = lab.module(lab.tg, "rx_counters", dict(far_args, snapshot_only=True))["snapshot"]
+    dut0 = lab.module(lab.dut, "rx_counters", dict(dut_args, snapshot_only=True))["snapshot"]
     gen = lab.exec(lab.tg, GEN, "--dev", "tg0", "--src-mac", MACS["tg0"], "--dst-mac", MACS["dut0"],
                    "--src-ip", "10.79.0.1", "--dst-ip", "10.79.0.2", "--pkt-len", "64", "--flows", "1",
                    "--queues", "1", "--cpus", "0", "--duration", str(SECONDS), "--rate", str(RATE),
                    "--obj", os.path.join(BUILD, "xdp_trafficgen.bpf.o"))
     sent = json.loads(gen.stdout.strip().splitlines()[-1])["sent"]
-    far = module(lab, lab.tg, "rx_counters", dict(far_args, since=far0))
-    dut = module(lab, lab.dut, "rx_counters", dict(dut_args, since=dut0))
+    far = lab.module(lab.tg, "rx_counters", dict(far_args, since=far0))
+    dut = lab.module(lab.dut, "rx_counters", dict(dut_args, since=dut0))
 
     m = far["measurement"]
     assert m["source"] == {"kind": "driver_counters", "at": "generator_rx", "counter": "xdp_drop", "devices": ["tg1"]}
@@ -109,4 +95,4 @@ def test_redirect_map_counted_at_the_generator(lab):
     assert section["offered_pps"] == pytest.approx(sent / m["window"]["seconds"])
 
     for ns, dev in ((lab.dut, "dut0"), (lab.tg, "tg1")):
-        assert module(lab, ns, "xdp_program", {"interface": dev, "state": "absent"})["changed"]
+        assert lab.module(ns, "xdp_program", {"interface": dev, "state": "absent"})["changed"]
