@@ -86,7 +86,7 @@ def test_cpumap_forwards_from_the_other_cpu(lab):
     assert cpumap_kthread_cpus(cpu_map["id"]) == {f"cpumap/{REMOTE_CPU}/map:{cpu_map['id']}": str(REMOTE_CPU)}
 
     drop = lab.module(lab.tg, "xdp_program", {"interface": "tg1", "object": os.path.join(BUILD, "xdp_bare_drop.bpf.o"),
-                                               "program": "xdp_bare_drop"})
+                                              "program": "xdp_bare_drop"})
     assert drop["changed"], drop
     far_args = {"devices": ["tg1"], "extra_devices": ["tg0"]}
     dut_args = {"devices": ["dut0"], "extra_devices": ["dut1"], "at": "dut", "count": "if_rx_packets"}

@@ -42,7 +42,7 @@ def test_redirect_map_counted_at_the_generator(lab):
 
     # bad input first: the egress port of a devmap must be on the DUT itself
     bad = lab.module(lab.dut, "xdp_program", {"interface": "dut0", "object": os.path.join(BUILD, "xdp_forward.bpf.o"),
-                                               "program": "xdp_fwd_redirect_map", "map_entries": {"tx_ports": {0: "tg1"}}})
+                                              "program": "xdp_fwd_redirect_map", "map_entries": {"tx_ports": {0: "tg1"}}})
     assert bad.get("failed") and "tg1 does not exist in this network namespace" in bad["msg"], bad
     assert lab.xdp("dut0") is None, "a refused devmap entry must change nothing"
 
@@ -55,7 +55,7 @@ def test_redirect_map_counted_at_the_generator(lab):
     again = lab.module(lab.dut, "xdp_program", fwd)
     assert again["changed"] is False and again["id"] == attached["id"], again
     drop = lab.module(lab.tg, "xdp_program", {"interface": "tg1", "object": os.path.join(BUILD, "xdp_bare_drop.bpf.o"),
-                                               "program": "xdp_bare_drop"})
+                                              "program": "xdp_bare_drop"})
     assert drop["changed"], drop
 
     far_args = {"devices": ["tg1"], "extra_devices": ["tg0"]}
