@@ -388,11 +388,7 @@ class ExperimentReport:
         markdown = report.side_by_side_markdown(axes, rows, shown, self.p["title"], provenance)
         csv_text = report.side_by_side_csv(axes, rows, shown)
         dest = self.p["dest"]
-        if not self.module.check_mode:
-            os.makedirs(dest, exist_ok=True)
-        files = [os.path.join(dest, "side_by_side.csv"), os.path.join(dest, "side_by_side.md")]
-        changed = self._write(files[0], csv_text)
-        changed = self._write(files[1], markdown) or changed
+        files, changed = self._write_tables(dest, "side_by_side", csv_text, markdown)
         return dict(
             changed=changed,
             rows=rows,
@@ -405,6 +401,15 @@ class ExperimentReport:
             figure_details=[],
             skipped_figures=[],
         )
+
+    def _write_tables(self, dest, stem, csv_text, markdown):
+        """<dest>/<stem>.csv and <stem>.md (dest made unless in check mode): ([csv path, md path], changed)."""
+        if not self.module.check_mode:
+            os.makedirs(dest, exist_ok=True)
+        files = [os.path.join(dest, stem + ".csv"), os.path.join(dest, stem + ".md")]
+        changed = self._write(files[0], csv_text)
+        changed = self._write(files[1], markdown) or changed
+        return files, changed
 
     def run(self):
         if self.p["side_by_side"] is not None:
@@ -433,11 +438,7 @@ class ExperimentReport:
         )
         csv_text = report.to_csv(rows)
         dest = self.p["dest"] or os.path.dirname(os.path.abspath(self.p["results"]))
-        if not self.module.check_mode:
-            os.makedirs(dest, exist_ok=True)
-        files = [os.path.join(dest, "report.csv"), os.path.join(dest, "report.md")]
-        changed = self._write(files[0], csv_text)
-        changed = self._write(files[1], markdown) or changed
+        files, changed = self._write_tables(dest, "report", csv_text, markdown)
         pngs = []
         for figure in drawn:
             changed = self._draw(figure, dest, gnuplot) or changed
