@@ -240,8 +240,10 @@ def _pct(x):
     return "%.1f" % (100.0 * abs(x)) if abs(x) >= 0.001 else "%.2f" % (100.0 * abs(x))
 
 
-def verdict(result, name_a="A", name_b="B", higher="faster", lower="slower", design=None):
-    """One sentence a person can paste into a mailing-list post."""
+def verdict(result, name_a="A", name_b="B", higher="faster", lower="slower", design=None, what=None):
+    """One sentence a person can paste into a mailing-list post; what: the metric compared, when not the rate
+    (e.g. "in CPU time per packet")."""
+    what = " " + what if what else ""
     lo, hi = result["ci"]
     conf = "%g %%" % (100 * result["confidence"])
     if design is None:
@@ -254,20 +256,22 @@ def verdict(result, name_a="A", name_b="B", higher="faster", lower="slower", des
     if result["significant"]:
         word = higher if result["relative"] > 0 else lower
         a, b = sorted((abs(lo), abs(hi)))
-        return "%s is %s %% %s than %s (%s CI %s-%s %%, %s, %s)" % (
+        return "%s is %s %% %s than %s%s (%s CI %s-%s %%, %s, %s)" % (
             name_b,
             _pct(result["relative"]),
             word,
             name_a,
+            what,
             conf,
             _pct(a),
             _pct(b),
             count,
             design,
         )
-    return "%s and %s do not differ: %s%s %% (%s CI %s%s to %s%s %%, %s, %s; this N detects %s %% at %d %% power)" % (
+    return "%s and %s do not differ%s: %s%s %% (%s CI %s%s to %s%s %%, %s, %s; this N detects %s %% at %d %% power)" % (
         name_b,
         name_a,
+        what,
         "+" if round(result["relative"], 5) >= 0 else "-",
         _pct(result["relative"]),
         conf,

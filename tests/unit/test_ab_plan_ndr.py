@@ -14,7 +14,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.xdplab.testbed.plugins.filter.ab_compare import ab_compare_plan
 from ansible_collections.xdplab.testbed.plugins.filter.ndr_pdr import ndr_pdr_goals
-from ansible_collections.xdplab.testbed.plugins.module_utils import _abreport, _ndrpdr
+from ansible_collections.xdplab.testbed.plugins.module_utils import _abreport, _abstats, _ndrpdr
 from ansible_collections.xdplab.testbed.plugins.modules import ndr_pdr_search
 
 SYSTEMS = {"xdp": {"impl": "xdp"}, "linux_raw": {"impl": "linux"}}
@@ -116,6 +116,60 @@ def test_report_picks_each_variant_and_renders(tmp_path):
         res = subprocess.run(["gnuplot", "ab_compare.gp"], cwd=tmp_path, capture_output=True, text=True, check=False)
         assert res.returncode == 0 and not res.stderr, res.stderr
         assert (tmp_path / "ab_compare.png").stat().st_size > 10000
+
+
+def _cost_record(variant, i, pps, napi_ns_per_packet, bpf_ns):
+    """A record whose cpu_usage has what a real trial's has (work thread run time over a 6.5 s CPU window, bpf)."""
+    rec = _record(variant, pps, i)
+    seconds = 6.5
+    rec["result"]["cpu_usage"] = {
+        "busy_source": "schedstat",
+        "seconds": seconds,
+        "work": [{"comm": "napi/veth-dut0-2019", "role": "napi", "runtime_ns": napi_ns_per_packet * pps * seconds}],
+        "bpf": [{"id": 41, "name": "xdp_bench_drop", "run_cnt": int(pps * seconds), "run_time_ns": int(pps * seconds) * bpf_ns}],
+    }
+    return rec
+
+
+def test_report_compares_a_cost_per_packet_not_the_rate(tmp_path):
+    # the rates are noisy (another tenant on the DUT CPU) and equal on average; what a packet costs is not
+    plan = ab_compare_plan({"touch": "no_touch"}, {"touch": "read"}, POINT, 3, systems=SYSTEMS)
+    recs = []
+    for i, pps in enumerate((1.0e6, 0.5e6, 0.8e6)):
+        recs.append(_cost_record("A", 2 * i, pps, 250.0 + i, 30 + i))
+        recs.append(_cost_record("B", 2 * i + 1, 1.3e6 - pps, 270.0 + i, 60 + 2 * i))
+    picked = _abreport.samples(recs, plan)
+    assert [round(s["cpu_ns_per_packet"], 6) for s in picked["A"]] == [250.0, 251.0, 252.0]
+    assert [s["bpf_ns_per_packet"] for s in picked["B"]] == [60.0, 62.0, 64.0]
+    assert not _abreport.analyse(picked, plan)["significant"]  # the rate: no difference
+    cpu = _abreport.analyse(picked, plan, metric="cpu_ns_per_packet")
+    assert cpu["metric"] == "cpu_ns_per_packet" and cpu["significant"]
+    expect = (270.0 * 271.0 * 272.0) ** (1 / 3) / (250.0 * 251.0 * 252.0) ** (1 / 3) - 1
+    assert cpu["relative"] == pytest.approx(expect, rel=1e-9)
+    assert cpu["verdict"].startswith("B is 8.0 % slower than A in the DUT thread's CPU time per packet (schedstat) (95 % CI")
+    bpf = _abreport.analyse(picked, plan, metric="bpf_ns_per_packet", higher="costlier", lower="cheaper")
+    assert bpf["verdict"].startswith("B is 100.0 % costlier than A in the XDP program's run time per packet")
+    md = _abreport.markdown(cpu, picked, plan, "t", "ab_compare_cpu_ns_per_packet")
+    assert "| geometric mean (ns) | 250.9987 | 270.9988 |" in md and "(ab_compare_cpu_ns_per_packet.png)" in md
+    files = _abreport.figure_files(cpu, picked, plan, "t", "ab_compare_cpu_ns_per_packet")
+    assert "set output 'ab_compare_cpu_ns_per_packet.png'" in files["ab_compare_cpu_ns_per_packet.gp"]
+    assert files["ab_compare_cpu_ns_per_packet.dat"].splitlines()[1].endswith(" 250.000000")
+    if shutil.which("gnuplot"):
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
+        res = subprocess.run(["gnuplot", "ab_compare_cpu_ns_per_packet.gp"], cwd=tmp_path, capture_output=True, text=True,
+                             check=False)  # fmt: skip
+        assert res.returncode == 0 and not res.stderr, res.stderr
+
+
+def test_report_says_what_a_missing_metric_needs():
+    plan = ab_compare_plan({"touch": "no_touch"}, {"touch": "read"}, POINT, 3, systems=SYSTEMS)
+    recs = [_record("A", 1e6, 2 * i) for i in range(3)] + [_record("B", 1e6, 2 * i + 1) for i in range(3)]
+    picked = _abreport.samples(recs, plan)
+    with pytest.raises(_abstats.ABStatsError, match=r"6 of 6 samples have no bpf_ns_per_packet .*paced load"):
+        _abreport.analyse(picked, plan, metric="bpf_ns_per_packet")
+    with pytest.raises(_abstats.ABStatsError, match="unknown metric 'rate'"):
+        _abreport.analyse(picked, plan, metric="rate")
 
 
 def test_goals_defaults_and_bad_loss_ratio():
