@@ -32,8 +32,10 @@ import time
 
 import pytest
 
-COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "collections")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLLECTIONS = os.path.join(ROOT, "collections")
 MODULES = "ansible_collections.xdplab.testbed.plugins.modules."
+BPF_BUILD = os.path.join(ROOT, "bpf", "build")
 
 
 def sh(*argv, check=True, **kw):
@@ -176,3 +178,20 @@ def netlab():
         lab.down()
     left = set(sh("ip", "netns", "list").stdout.split()) & set(names)
     assert not left, "namespaces left behind: %s" % sorted(left)
+
+
+@pytest.fixture(scope="session")
+def bpf_build():
+    """The tree's bpf/build, made for the files a test names: bpf_build("xdplab-trafficgen", "xdp_forward.bpf.o")
+    runs `make -C bpf all build/<name>...` when any of them is missing (names outside `all`, such as
+    xdp_latency_sink.bpf.o, are built too) and returns bpf/build."""
+
+    def built(*names):
+        missing = [n for n in names if not os.path.exists(os.path.join(BPF_BUILD, n))]
+        if missing:
+            proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf"), "all", *("build/" + n for n in missing)],
+                                  capture_output=True, text=True, check=False)  # fmt: skip
+            assert proc.returncode == 0, proc.stderr[-2000:]
+        return BPF_BUILD
+
+    return built

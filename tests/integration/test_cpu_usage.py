@@ -133,11 +133,9 @@ def ethtool_stats(ns, dev):
 
 
 @pytest.fixture
-def paced_lab(netlab):
+def paced_lab(netlab, bpf_build):
     """tg0 -> dut0, threaded NAPI on dut0 pinned to the last CPU, xdp_bare_drop on dut0."""
-    for name in ("xdplab-trafficgen", "xdp_trafficgen.bpf.o", "xdp_bare_drop.bpf.o"):
-        if not os.path.exists(os.path.join(BPF_BUILD, name)):
-            subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, check=True)
+    bpf_build("xdplab-trafficgen", "xdp_trafficgen.bpf.o", "xdp_bare_drop.bpf.o")
     lab = netlab("xd-cu", gro=["dut0"], threaded=["dut0"], lo=False, no_ipv6=True,
                  macs={"tg0": "02:00:00:00:01:01", "dut0": "02:00:00:00:01:02"})  # fmt: skip
     (napi,) = napi_threads("dut0")[-1:]

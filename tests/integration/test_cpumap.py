@@ -14,7 +14,6 @@ cpumap entry naming a program that is not a cpumap program) is refused before an
 
 import json
 import os
-import subprocess
 
 import pytest
 
@@ -31,12 +30,10 @@ MACS = {"tg0": "02:58:44:50:0e:01", "dut0": "02:58:44:50:0e:02", "tg1": "02:58:4
 
 
 @pytest.fixture
-def lab(netlab):
+def lab(netlab, bpf_build):
     if os.cpu_count() < 2:
         pytest.skip("a cpumap forwards from another CPU: needs 2 CPUs")
-    if not all(os.path.exists(os.path.join(BUILD, f)) for f in ("xdplab-trafficgen", "xdp_redirect_cpu.bpf.o")):
-        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    bpf_build("xdplab-trafficgen", "xdp_redirect_cpu.bpf.o")
     lab = netlab("xd-cm", pairs=[("tg0", "dut0"), ("tg1", "dut1")], gro=["tg0", "dut0", "tg1", "dut1"],
                  macs=MACS, no_ipv6=True)
     return lab

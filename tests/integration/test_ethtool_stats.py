@@ -34,10 +34,8 @@ def sh(*argv, check=True):
 
 
 @pytest.fixture
-def pairs(tmp_path, netlab):
-    if not os.path.exists(GEN):
-        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+def pairs(tmp_path, netlab, bpf_build):
+    bpf_build("xdplab-trafficgen")
     # two pairs g0/d0 and g1/d1, GRO on the d ends; the namespaces go with the netlab fixture
     lab = netlab("xd-es", sides=("g", "d"), pairs=[("g0", "d0"), ("g1", "d1")], gro=["d0", "d1"], lo=False,
                  addresses={"g0": "10.78.0.1/30", "d0": "10.78.0.2/30", "g1": "10.78.1.1/30", "d1": "10.78.1.2/30"})

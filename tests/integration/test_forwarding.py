@@ -13,7 +13,6 @@ anywhere. Bad input: a devmap entry naming an interface of another namespace (ho
 
 import json
 import os
-import subprocess
 
 import pytest
 
@@ -28,10 +27,8 @@ MACS = {"tg0": "02:58:44:50:0f:01", "dut0": "02:58:44:50:0f:02", "tg1": "02:58:4
 
 
 @pytest.fixture
-def lab(netlab):
-    if not all(os.path.exists(os.path.join(BUILD, f)) for f in ("xdplab-trafficgen", "xdp_forward.bpf.o")):
-        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+def lab(netlab, bpf_build):
+    bpf_build("xdplab-trafficgen", "xdp_forward.bpf.o")
     lab = netlab("xd-fw", pairs=[("tg0", "dut0"), ("tg1", "dut1")], gro=["tg0", "dut0", "tg1", "dut1"],
                  macs=MACS, no_ipv6=True)
     return lab

@@ -31,11 +31,8 @@ def sh(*argv, check=True):
 
 
 @pytest.fixture
-def floor(netlab, tmp_path):
-    if not all(os.path.exists(p) for p in (BINARY, GEN_OBJECT, SINK_OBJECT)):
-        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf"), "all", "build/xdp_latency_sink.bpf.o"],
-                              capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+def floor(netlab, tmp_path, bpf_build):
+    bpf_build("xdplab-trafficgen", "xdp_trafficgen.bpf.o", "xdp_latency_sink.bpf.o")
     lab = netlab("lt", sides=("gen", "sink"), pairs=[("gen0", "sink0")], no_ipv6=True, lo=False)
 
     def module(name, ns, **args):

@@ -37,15 +37,13 @@ def sh(*argv, check=True, **kw):
 
 
 @pytest.fixture(scope="session")
-def dpdk():
+def dpdk(bpf_build):
     if os.geteuid() != 0:
         pytest.skip("needs root")
     binary = shutil.which("dpdk-testpmd")
     if not binary:
         pytest.skip("dpdk-testpmd not installed (apt-get install dpdk dpdk-dev)")
-    if not os.path.exists(GENERATOR):
-        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    bpf_build("xdplab-trafficgen")
     return binary
 
 

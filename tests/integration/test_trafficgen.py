@@ -24,10 +24,8 @@ def sh(*argv, check=True):
 
 
 @pytest.fixture
-def veth_pair(netlab):
-    if not os.path.exists(BINARY):
-        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+def veth_pair(netlab, bpf_build):
+    bpf_build("xdplab-trafficgen")
     # gen0 <-> dut0, GRO on the DUT end; torn down by the netlab fixture
     lab = netlab("tr", sides=("gen", "dut"), pairs=[("gen0", "dut0")], gro=["dut0"], lo=False)
     return lab.gen, lab.dut

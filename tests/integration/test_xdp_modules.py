@@ -32,12 +32,10 @@ def sh(*argv, check=True, **kw):
 
 
 @pytest.fixture(scope="session")
-def bench_object():
+def bench_object(bpf_build):
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    if not os.path.exists(OBJECT):
-        proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf")], capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    bpf_build("xdp_bench.bpf.o")
     assert os.path.exists(OBJECT)
     return OBJECT
 
