@@ -16,7 +16,7 @@ Shapes read here are those of the T-Rex stateless Python client (trex.stl.api.ST
   Every port of the server is in it whatever ``ports`` asks for, and ``total`` sums them all
   (trex/common/trex_client.py _get_stats_common), not only the run's TX and RX ports.
 - ``get_pgid_stats([pg_id])``: ``{'latency': {pg_id: {'latency': {average, jitter, total_max, total_min,
-  last_max, histogram: {bucket_start_usec: count}}, 'err_cntrs': {dropped, out_of_order, dup,
+  last_max, histogram: {bucket_start_usec: count}, hdrh (with --hdrh)}, 'err_cntrs': {dropped, out_of_order, dup,
   seq_too_high, seq_too_low}}, 'global': {old_flow, bad_hdr}}, 'flow_stats': {pg_id: {tx_pkts: {port:
   n, 'total': n}, rx_pkts: ..., tx_pps, rx_pps, ...}}}`` (trex/stl/trex_stl_stats.py CPgIdStats).
 
@@ -294,22 +294,54 @@ def _pct_name(p):
     return ("%d" % p) if p == int(p) else ("%g" % p).replace(".", "_")
 
 
-def hdrh_percentiles(encoded, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US):
-    """Percentiles (µs) from T-Rex's HdrHistogram (`t-rex-64 --hdrh`: latency.hdrh, the compressed base64 form of
-    hdr_log_encode, values in µs), or None when the PyPI package hdrhistogram is not importable here.
+def hdrh_histogram(encoded, start=None):
+    """The HdrHistogram of a latency stream's ``hdrh`` (`t-rex-64 --hdrh`: the compressed base64 form of
+    hdr_log_encode, values in µs) less ``start``, the same server histogram read earlier; None when the PyPI package
+    hdrhistogram is not importable here.
 
-    Unlike the legacy histogram's bucket bounds these are the recorded values to HdrHistogram's precision (T-Rex
-    keeps 3 significant digits, src/time_histogram.cpp HDRH_SIGNIFICANT_DIGITS).
+    The server's HdrHistogram counts every frame since the stream started and the client does not make it relative
+    after clear_stats (trex/stl/trex_stl_stats.py CPgIdStats.get_stats subtracts only the legacy histogram, the
+    flow counters and the error counters), so the measured period is the difference of two readings.
     """
     try:
         from hdrh.histogram import HdrHistogram
     except ImportError:
         return None
     hist = HdrHistogram.decode(encoded)
+    if not start:
+        return hist
+    before = HdrHistogram.decode(start)
+    diff = HdrHistogram(hist.lowest_trackable_value, hist.highest_trackable_value, hist.significant_figures)
+    for item in hist.get_recorded_iterator():
+        count = item.count_at_value_iterated_to - before.get_count_at_value(item.value_iterated_to)
+        if count < 0:
+            raise TrexError(
+                "the latency HdrHistogram at the end counts fewer frames at %d µs than at the start of the measured "
+                "period: the latency stream was restarted during the run (another client on these ports?)"
+                % item.value_iterated_to
+            )
+        if count:
+            diff.record_value(item.value_iterated_to, count)
+    return diff
+
+
+def hdrh_percentiles(encoded, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US, start=None):
+    """Percentiles, min, max and mean (µs) and shares below thresholds from T-Rex's HdrHistogram (``hdrh``), over the
+    frames recorded since ``start`` (an earlier reading of it; None: since the stream started), or None when the PyPI
+    package hdrhistogram is not importable here.
+
+    Unlike the legacy histogram's bucket bounds these are the recorded values to HdrHistogram's precision (T-Rex
+    keeps 3 significant digits, src/time_histogram.cpp HDRH_SIGNIFICANT_DIGITS).
+    """
+    hist = hdrh_histogram(encoded, start)
+    if hist is None:
+        return None
     total = hist.get_total_count()
     result = {"samples": int(total), "percentiles_us": {}, "share_below_us": {}, "percentiles_from": "hdrh"}
     if not total:
         return result
+    result.update(min_us=float(hist.get_min_value()), max_us=float(hist.get_max_value()),
+                  mean_us=round(hist.get_mean_value(), 3), min_max_from="hdrh")  # fmt: skip
     for p in percentiles:
         if not 0 < float(p) <= 100:
             raise TrexError("percentile %r is outside 0..100" % (p,))
@@ -320,15 +352,26 @@ def hdrh_percentiles(encoded, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_
     return result
 
 
-def latency_summary(pgid_stats, pg_id, tx_port, rx_port, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US):
-    """Latency of one flow-stats group from get_pgid_stats(): min/avg/max/jitter (µs), errors, percentiles.
+def latency_summary(pgid_stats, pg_id, tx_port, rx_port, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US,
+                    start=None):  # fmt: skip
+    """Latency of one flow-stats group over the measured period, from two get_pgid_stats() readings.
 
-    What T-Rex's numbers are (trex-core src/time_histogram.cpp, v3.04): ``average_us`` is T-Rex's low-pass filtered
-    average (each period: 0.5 x the previous value + 0.5 x the period's mean), not the mean of all frames; ``min_us``
-    and ``max_us`` are total_min/total_max since the streams started, the warm-up included (clearing the port
-    counters after the warm-up does not reset them). Percentiles: from the HdrHistogram when the server runs with
-    --hdrh (``percentiles_from: hdrh``, ``hdrh`` keeps the encoded histogram), else from the legacy histogram, where a
-    percentile is only its bucket's upper edge (``percentiles_from: histogram_bucket_bounds``).
+    ``pgid_stats`` is the client's reading at the end, after ``clear_stats`` at the start of the measured period;
+    ``start`` its reading just before that clear (None: no such reading). What the numbers are (trex-core v3.04
+    src/time_histogram.cpp and the client's trex/stl/trex_stl_stats.py CPgIdStats):
+
+    - ``tx_pkts``/``rx_pkts``, ``errors`` and the legacy ``histogram``: the client's, relative to the clear.
+    - ``average_us``: T-Rex's low-pass filtered average (each period: 0.5 x the previous value + 0.5 x the period's
+      mean), not the mean of the frames. ``mean_us`` is that mean, where the HdrHistogram is there.
+    - ``min_us``/``max_us``: with the HdrHistogram (``min_max_from: hdrh``) the measured period's, to its precision.
+      Without (``min_max_from: trex_totals``): ``min_us`` is T-Rex's total_min since the stream started, the warm-up
+      included (the client keeps it global); ``max_us`` is the client's total_max after a clear, the largest
+      ``last_max`` (T-Rex's maximum of its latest sampling period, 0.5 s) among the client's readings since the
+      clear, so a lower bound unless the runner read every period (it reads once per interval).
+    - percentiles: from the HdrHistogram when the server runs with --hdrh (``percentiles_from: hdrh``; ``hdrh`` keeps
+      the encoded histogram at the end, ``hdrh_start`` the one at the clear, the period is their difference), else
+      from the legacy histogram, where a percentile is only its bucket's upper edge
+      (``percentiles_from: histogram_bucket_bounds``).
     """
     lat_all = (pgid_stats or {}).get("latency") or {}
     group = _key(lat_all, pg_id)
@@ -349,6 +392,7 @@ def latency_summary(pgid_stats, pg_id, tx_port, rx_port, percentiles=DEFAULT_PER
         "min_us": _num(lat.get("total_min")),
         "average_us": _num(lat.get("average")),
         "max_us": _num(lat.get("total_max")),
+        "min_max_from": "trex_totals",
         "jitter_us": _num(lat.get("jitter")),
         "errors": errors,
         "histogram": {str(k): int(v) for k, v in sorted((lat.get("histogram") or {}).items(), key=lambda kv: int(kv[0]))},
@@ -357,7 +401,10 @@ def latency_summary(pgid_stats, pg_id, tx_port, rx_port, percentiles=DEFAULT_PER
     out["percentiles_from"] = "histogram_bucket_bounds"
     if lat.get("hdrh"):
         out["hdrh"] = lat["hdrh"]
-        out.update(hdrh_percentiles(lat["hdrh"], percentiles, below_us) or {})
+        start_lat = (_key(((start or {}).get("latency") or {}), pg_id) or {}).get("latency") or {}
+        if start_lat.get("hdrh"):
+            out["hdrh_start"] = start_lat["hdrh"]
+        out.update(hdrh_percentiles(lat["hdrh"], percentiles, below_us, out.get("hdrh_start")) or {})
     return out
 
 
@@ -365,7 +412,7 @@ def with_hdrh(latency, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_U
     """latency_summary's result with the HdrHistogram's percentiles, where the runner's host could not decode it."""
     if not latency or not latency.get("hdrh") or latency.get("percentiles_from") == "hdrh":
         return latency
-    return dict(latency, **(hdrh_percentiles(latency["hdrh"], percentiles, below_us) or {}))
+    return dict(latency, **(hdrh_percentiles(latency["hdrh"], percentiles, below_us, latency.get("hdrh_start")) or {}))
 
 
 def run_summary(stats, tx_ports, rx_ports, elapsed_s, info, latency=None, stopped_by="duration"):

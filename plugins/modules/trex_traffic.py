@@ -135,7 +135,9 @@ options:
     type: int
     default: 7
   percentiles:
-    description: Latency percentiles to return (upper edges of T-Rex's histogram buckets).
+    description:
+      - Latency percentiles to return, from T-Rex's HdrHistogram where the server runs with C(--hdrh) (the role's
+        C(trex_hdrh)), else the upper edges of its legacy histogram's buckets (see RV(latency)).
     type: list
     elements: float
     default: [50, 90, 99, 99.9]
@@ -235,14 +237,20 @@ drops:
       type: int
 latency:
   description:
-    - With O(latency=true), the latency stream's min_us, average_us, max_us, jitter_us, errors (dropped,
-      out_of_order, dup, seq_too_high, seq_too_low), histogram (bucket start in µs -> frames), samples,
-      percentiles_us (p50, p90, p99, p99_9) and share_below_us (percent of frames at or below 10 and 100 µs), with
-      percentiles_from saying where they come from - V(hdrh) (the server's HdrHistogram, C(t-rex-64 --hdrh), kept
-      encoded in hdrh) or V(histogram_bucket_bounds) (the legacy histogram, where a percentile is only its bucket's upper
-      edge).
-    - average_us is T-Rex's low-pass filtered average (0.5 x previous + 0.5 x the period's mean), not the mean of
-      all frames; min_us and max_us are since the streams started, the warm-up included.
+    - With O(latency=true), the latency stream over the measured period (after the warm-up) - tx_pkts, rx_pkts,
+      min_us, average_us, mean_us, max_us, jitter_us, errors (dropped, out_of_order, dup, seq_too_high,
+      seq_too_low), histogram (bucket start in µs -> frames), samples, percentiles_us (p50, p90, p99, p99_9) and
+      share_below_us (percent of frames at or below 10 and 100 µs).
+    - percentiles_from says where percentiles_us, share_below_us and samples come from - V(hdrh) (the server's
+      HdrHistogram, C(t-rex-64 --hdrh): the encoded histogram at the end in hdrh, the one read before the
+      post-warm-up clear in hdrh_start, the measured period is their difference) or V(histogram_bucket_bounds)
+      (the legacy histogram, where a percentile is only its bucket's upper edge).
+    - average_us is T-Rex's low-pass filtered average (0.5 x previous + 0.5 x the latest 0.5 s period's mean), not
+      the mean of the frames; mean_us (with the HdrHistogram only) is that mean.
+    - min_max_from says what min_us and max_us are - V(hdrh) (the measured period's, to the HdrHistogram's 3
+      significant digits) or V(trex_totals) (min_us is T-Rex's total_min since the stream started, the warm-up
+      included; max_us is the client's total_max after the clear, the largest of T-Rex's per-period maxima the
+      runner read, once per interval: a lower bound).
   returned: when O(latency=true) and not check mode
   type: dict
 intervals:
@@ -267,6 +275,7 @@ stopped_by:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, json_records
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.trex import TrexGenerator
 
@@ -328,7 +337,8 @@ class TrexTraffic:
             stopped_by=final.get("stopped_by", ""),
         )
         if "latency" in final:
-            result["latency"] = final["latency"]
+            # the runner's Python may lack hdrhistogram: decode the HdrHistogram here then
+            result["latency"] = trex.with_hdrh(final["latency"], p["percentiles"])
         return result
 
 

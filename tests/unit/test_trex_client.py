@@ -255,3 +255,77 @@ def test_runner_without_external_libs_says_so_in_a_json_error(tmp_path, lib_dir)
     where = trex.client_path(str(tmp_path / "v3.04"))
     assert error["message"].startswith("cannot import the T-Rex stateless client from %s" % where)
     assert "external_libs" in error["message"] and "Could not determine path of external_libs" in error["message"]
+
+
+# -- latency over the measured period, from the real client's readings --------------------------------------------
+PGID_PROBE = os.path.join(ROOT, "tests", "unit", "fixtures", "trex", "real_client_pgid_probe.py")
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "trex")
+# the runner's calls: one reading before the clear after the warm-up, one per interval, one at the end
+RUNNER_STEPS = [["get", "at_clear"], ["clear", "at_clear"], ["get", "interval"], ["get", "final"]]
+# what the runner did before: the clear, then one reading at the end
+ONE_READING = [["clear", "at_clear"], ["get", "final"]]
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def pgid_readings():
+    """The real client's get_pgid_stats() for the server replies of get_pgid_stats_server_replies.json, in the
+    runner's order and in the one-reading order, through a JSON round trip as the runner's output has them."""
+    server = fixture("get_pgid_stats_server_replies.json")
+    out = {}
+    for name, steps in (("runner", RUNNER_STEPS), ("one_reading", ONE_READING)):
+        request = {"pg_id": server["pg_id"], "replies": server["replies"], "steps": steps}
+        res = subprocess.run([sys.executable, PGID_PROBE], input=json.dumps(request), capture_output=True, text=True,
+                             timeout=60, env=client_env(), check=False)  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        answer = json.loads(res.stdout)
+        assert answer["client"] == CLIENT
+        out[name] = answer["gets"]
+    return out
+
+
+def test_the_real_client_makes_the_run_fixture_from_the_servers_replies(pgid_readings):
+    # get_pgid_stats_client_run.json (the test double's answers in test_trex_runner) is the real client's output
+    assert pgid_readings["runner"] == fixture("get_pgid_stats_client_run.json")
+    start, _interval, end = pgid_readings["runner"]
+    lat = end["latency"]["7"]["latency"]
+    # the client makes the legacy histogram relative to the clear (warm-up's 900 µs frame gone) and keeps total_min
+    # global (the warm-up's 6 µs), and after a clear its total_max is the largest last_max it read (130 at the
+    # interval), not the server's 900; the HdrHistogram it passes on untouched (cumulative)
+    assert lat["histogram"] == {"0": 800, "10": 150, "40": 45, "100": 5}
+    assert lat["total_min"] == 6 and lat["total_max"] == 130
+    assert lat["hdrh"] == fixture("get_pgid_stats_server_replies.json")["replies"]["final"]["latency"]["7"]["lat"]["hdrh"]
+    assert start["latency"]["7"]["latency"]["total_max"] == 900
+    # read once at the end (the runner before this fix), total_max is only the last period's maximum
+    assert pgid_readings["one_reading"][0]["latency"]["7"]["latency"]["total_max"] == 40
+
+
+def test_latency_is_over_the_measured_period_from_the_hdr_histograms_difference(pgid_readings):
+    # issue 13 item 9: the HdrHistogram counts the warm-up too (1100 frames, max 900 µs) while the flow counters are
+    # relative (1000): the measured period is the end's histogram less the one read before the clear
+    start, _interval, end = pgid_readings["runner"]
+    lat = trex.latency_summary(end, 7, 0, 1, start=start)
+    assert lat["tx_pkts"] == lat["rx_pkts"] == lat["samples"] == 1000
+    assert lat["percentiles_from"] == "hdrh" and lat["min_max_from"] == "hdrh"
+    assert lat["percentiles_us"] == {"p50": 8, "p90": 15, "p99": 40, "p99_9": 130}
+    assert (lat["min_us"], lat["max_us"], lat["mean_us"]) == (8.0, 130.0, 11.1)
+    assert lat["share_below_us"] == {"10": 80.0, "100": 99.5}
+    assert lat["average_us"] == 10.0  # T-Rex's low-pass filtered value, kept as it is, beside the mean
+    # decoded on the controller instead (the runner's host without hdrhistogram): the same numbers
+    undecoded = dict(lat, percentiles_from="histogram_bucket_bounds", percentiles_us={}, samples=0)
+    assert {k: v for k, v in trex.with_hdrh(undecoded).items()} == lat
+
+
+def test_latency_without_the_hdr_histogram_says_what_min_and_max_are(pgid_readings):
+    start, _interval, end = json.loads(json.dumps(pgid_readings["runner"]))
+    for reading in (start, end):
+        del reading["latency"]["7"]["latency"]["hdrh"]
+    lat = trex.latency_summary(end, 7, 0, 1, start=start)
+    assert lat["min_max_from"] == "trex_totals" and lat["percentiles_from"] == "histogram_bucket_bounds"
+    # min: T-Rex's total_min since the stream started (the warm-up's 6 µs); max: the largest sampled last_max
+    assert (lat["min_us"], lat["max_us"]) == (6.0, 130.0)
+    assert lat["samples"] == 1000 and lat["percentiles_us"]["p99"] == 50 and "hdrh" not in lat

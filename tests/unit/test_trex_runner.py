@@ -16,6 +16,7 @@ import subprocess
 import time
 
 import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators import backend_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -207,6 +208,42 @@ def test_latency_run_reports_percentiles(install):
     assert lat["percentiles_us"]["p99"] == 600 and lat["max_us"] == 567 and lat["samples"] == 114
 
 
+def test_latency_is_read_before_the_clear_every_interval_and_at_the_end(install):
+    # issue 13 item 9: the runner read the latency once at the end, so max_us was T-Rex's last period's maximum and
+    # the HdrHistogram's percentiles counted the warm-up. The double answers with the real client's readings
+    # (get_pgid_stats_client_run.json, checked in test_trex_client).
+    calls = install["tmp"] / "calls.jsonl"
+    env = {"FAKE_TREX_RX": "1", "FAKE_TREX_CALLS": str(calls),
+           "FAKE_TREX_PGID_FIXTURE": os.path.join(FIXTURES, "get_pgid_stats_client_run.json")}  # fmt: skip
+    res = runner(install, "run", "--profile", "udp_latency.py", "--mult", "1mpps", "--duration", "1", "--interval", "1",
+                 "--warmup", "0.2", "--settle", "0", "--rx-port", "1", "--tunable", "pg_id=7", "--latency-pgid", "7",
+                 env=env)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    order = [c["method"] for c in records(calls.read_text())]
+    assert order == ["reset", "clear_stats", "start", "get_pgid_stats", "clear_stats", "get_pgid_stats", "get_pgid_stats"]
+    lat = records(res.stdout)[-1]["latency"]
+    # the client's total_max after the clear, with a reading at the interval: 130 µs, not the end's last_max 40
+    assert lat["max_us"] == 130 and lat["rx_pkts"] == lat["samples"] == 1000
+    with open(os.path.join(FIXTURES, "get_pgid_stats_client_run.json")) as f:
+        start = json.load(f)[0]
+    assert lat["hdrh_start"] == start["latency"]["7"]["latency"]["hdrh"]
+    # /usr/bin/python3 has no hdrhistogram: the controller decodes the measured period's HdrHistogram
+    assert trex.with_hdrh(lat)["percentiles_us"] == {"p50": 8, "p90": 15, "p99": 40, "p99_9": 130}
+
+
+def test_a_multiplier_reaches_start_normalised_and_a_refused_one_touches_no_port(install):
+    # issue 13 item 3: start() gets the lowercase, trimmed form (the one decode_multiplier takes, test_trex_client)
+    calls = install["tmp"] / "calls.jsonl"
+    res = runner(install, "run", "--mult", " 10Mpps ", "--duration", "0.2", "--interval", "0.2", "--settle", "0",
+                 env={"FAKE_TREX_CALLS": str(calls)})  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    (start,) = [c for c in records(calls.read_text()) if c["method"] == "start"]
+    assert start["mult"] == "10mpps" == trex.normalize_mult(" 10Mpps ")
+    calls.unlink()
+    res = runner(install, "run", "--mult", "10 mpps", env={"FAKE_TREX_CALLS": str(calls)})
+    assert res.returncode == 2 and records(res.stdout)[0]["type"] == "error" and not calls.exists()
+
+
 def profile_streams(install, profile, **tunables):
     """Build a profile's streams with the fake client's load_py (real scapy frames)."""
     out = install["tmp"] / ("%s.json" % profile)
@@ -350,8 +387,11 @@ def module_args(install, **over):
 
 def test_module_trex_traffic_runs_and_returns_rates(install, capsys, monkeypatch):
     monkeypatch.setenv("FAKE_TREX_RX", "1")
-    res = run_module(module_args(install, rx_ports=[1], warmup=0.3), capsys)
+    monkeypatch.setenv("FAKE_TREX_PGID_FIXTURE", os.path.join(FIXTURES, "get_pgid_stats_client_run.json"))
+    res = run_module(module_args(install, rx_ports=[1], warmup=0.3, latency=True, pg_id=7), capsys)
     assert not res.get("failed"), res
+    # the runner's /usr/bin/python3 has no hdrhistogram: the module decodes the measured period's HdrHistogram
+    assert res["latency"]["percentiles_from"] == "hdrh" and res["latency"]["percentiles_us"]["p99"] == 40
     assert res["changed"] and res["stopped_by"] == "duration" and res["version"] == "T-Rex v3.04-fake"
     assert res["tx_pps"] == pytest.approx(300000, rel=0.1) and res["received"] == pytest.approx(res["sent"] * 0.99, rel=0.01)
     assert set(res["ports"]) == {"0", "1"} and res["drops"]["not_received"] == res["sent"] - res["received"]
