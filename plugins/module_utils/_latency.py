@@ -393,7 +393,8 @@ def from_trex(summary, seconds=None):
     The same keys as ``statistics``: percentiles from T-Rex's HdrHistogram when the server ran with ``--hdrh``
     (``histogram.kind`` hdrhistogram, values in microseconds: ``unit_ns`` 1000), else the legacy histogram's bucket
     upper edges (``histogram.kind`` trex_buckets: bounds, not values). ``average_ns`` is T-Rex's low-pass filtered
-    average (not the mean of all frames) and min/max include the warm-up (see _trex.latency_summary).
+    average (not the mean of all frames); min/max are the measured period's with the HdrHistogram, else T-Rex's total_min
+    (warm-up included) and a sampled total_max (``min_max_from``, see _trex.latency_summary).
     """
     pct = summary.get("percentiles_us") or {}
     errors = summary.get("errors") or {}
