@@ -408,10 +408,24 @@ def latency_summary(pgid_stats, pg_id, tx_port, rx_port, percentiles=DEFAULT_PER
     return out
 
 
-def with_hdrh(latency, percentiles=DEFAULT_PERCENTILES, below_us=DEFAULT_BELOW_US):
-    """latency_summary's result with the HdrHistogram's percentiles, where the runner's host could not decode it."""
+def _asked(names, default):
+    """The percentiles (p50, p99_9) or thresholds ("10") the runner computed, back as numbers (99.9); default if none."""
+    values = [float(str(name).lstrip("p").replace("_", ".")) for name in names or ()]
+    return values or list(default)
+
+
+def with_hdrh(latency, percentiles=None, below_us=None):
+    """latency_summary's result with the HdrHistogram's percentiles, where the runner's host could not decode it.
+
+    By default the percentiles and thresholds are the ones the runner was asked for (the keys it filled from the
+    legacy histogram), else DEFAULT_PERCENTILES/DEFAULT_BELOW_US.
+    """
     if not latency or not latency.get("hdrh") or latency.get("percentiles_from") == "hdrh":
         return latency
+    if percentiles is None:
+        percentiles = _asked(latency.get("percentiles_us"), DEFAULT_PERCENTILES)
+    if below_us is None:
+        below_us = [int(v) if v == int(v) else v for v in _asked(latency.get("share_below_us"), DEFAULT_BELOW_US)]
     return dict(latency, **(hdrh_percentiles(latency["hdrh"], percentiles, below_us, latency.get("hdrh_start")) or {}))
 
 

@@ -338,7 +338,7 @@ class TrexTraffic:
         )
         if "latency" in final:
             # the runner's Python may lack hdrhistogram: decode the HdrHistogram here then
-            result["latency"] = trex.with_hdrh(final["latency"], p["percentiles"])
+            result["latency"] = trex.with_hdrh(final["latency"])
         return result
 
 

@@ -13,6 +13,7 @@ The client runs in a child interpreter (fixtures/trex/real_client_probe.py, the 
 its bundled yaml and scapy into sys.modules, which must not happen inside pytest.
 """
 
+import ast
 import importlib.util
 import json
 import os
@@ -23,6 +24,7 @@ import sys
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.trex import TrexGenerator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FILES = os.path.join(ROOT, "roles", "trex", "files")
@@ -49,6 +51,24 @@ PROFILES = [
     ("udp_latency.py", {"stream_count": 2, "load_pps": 0}),
     ("udp_for_benchmarks.py", {"packet_len": 40}),
 ]
+# the generator backend's runs: (profile, TrexGenerator params) -> the tunables it passes (backend_tunables)
+BACKEND_CASES = [
+    ("udp_for_benchmarks.py", {"stream_count": 6, "rate_pps": 0}),
+    ("udp_latency.py", {"stream_count": 2, "packet_len": 128, "rate_pps": 1000, "latency": True}),
+]
+
+
+def backend_tunables(packet_len=64, stream_count=1, rate_pps=0, latency=False):
+    """The tunables of TrexGenerator.command() as the runner reads them back (tunables_of: key=value strings)."""
+    params = {"run_dir": "/nonexistent", "name": "t", "interface": "0", "src_mac": SRC_MAC, "dst_mac": DST_MAC,
+              "src_ip": "198.18.0.1", "dst_ip": "198.18.0.2", "packet_len": packet_len, "stream_count": stream_count,
+              "port_base": 12, "queues": 1, "duration": 1, "rate_pps": rate_pps,
+              "backend_options": {"latency": latency, "latency_pps": 1000.0}}  # fmt: skip
+    gen = TrexGenerator(params, None)
+    pairs = ["%s=%s" % kv for kv in sorted(gen.tunables().items())]
+    return {k.strip(): v.strip() for k, v in (pair.split("=", 1) for pair in pairs)}
+
+
 # what parse_mult accepts (then normalized) and strings it refuses
 ACCEPTED = ["10mpps", "10Mpps", " 10mpps ", "100%", "2", "1.5", "500kpps", "1000pps", "40gbps", "25GBPSL1", "8kbps", "3bpsl1"]
 REFUSED_BY_BOTH = ["fast", "10 mpps", "-1", "10mbit", "1e6pps", "", "1.", "mpps"]
@@ -91,11 +111,33 @@ def lib_dir(tmp_path_factory):
     return lib
 
 
+def runner_client_calls():
+    """The client calls in the runner's source: {"STLClient.start": [(positional count, [keywords]), ...], ...}."""
+    with open(RUNNER) as f:
+        tree = ast.parse(f.read())
+    calls = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        func = node.func
+        if isinstance(func.value, ast.Name) and func.value.id == "client":
+            name = "STLClient." + func.attr
+        elif isinstance(func.value, ast.Name) and func.value.id == "api" and func.attr == "STLClient":
+            name = "STLClient"
+        elif isinstance(func.value, ast.Attribute) and func.value.attr == "STLProfile":
+            name = "STLProfile." + func.attr
+        else:
+            continue
+        calls.setdefault(name, []).append((len(node.args), sorted(k.arg for k in node.keywords)))
+    return calls
+
+
 @pytest.fixture(scope="module")
 def real(lib_dir):
     """One child interpreter: every profile of PROFILES through STLProfile.load_py, every multiplier decoded."""
     mults = sorted({trex.normalize_mult(m) for m in ACCEPTED} | set(ACCEPTED + REFUSED_BY_BOTH + REFUSED_HERE_ONLY))
-    request = {"lib_dir": str(lib_dir), "profiles": PROFILES, "mults": mults}
+    profiles = PROFILES + [(name, backend_tunables(**options)) for name, options in BACKEND_CASES]
+    request = {"lib_dir": str(lib_dir), "profiles": profiles, "mults": mults, "signatures": sorted(runner_client_calls())}
     res = subprocess.run([sys.executable, PROBE], input=json.dumps(request), capture_output=True, text=True, timeout=60,
                          env=client_env(), check=False)  # fmt: skip
     assert res.returncode == 0, res.stderr
@@ -157,6 +199,33 @@ def test_latency_profile_streams_and_rates(real):
 def test_a_bad_tunable_is_the_profiles_message_through_load_py(real):
     error = real["profiles"][7]["error"]
     assert error.startswith("TRexError") and "packet_len=40 is outside 64..1518 (frame length with FCS)" in error
+
+
+def test_the_runners_client_calls_fit_the_real_clients_signatures(real):
+    # the test double accepts any keyword (**_): this holds the runner to the real STLClient's API
+    calls = runner_client_calls()
+    assert {"STLClient", "STLClient.start", "STLClient.get_pgid_stats", "STLProfile.load_py"} <= set(calls)
+    for name, uses in calls.items():
+        params = real["signatures"][name]
+        named = [p for p in params if not p.startswith("*")]
+        for positional, keywords in uses:
+            assert positional <= len(named) or "*args" in params, (name, positional, params)
+            # load_py takes tunables through **kwargs (the profile tests above show they reach get_streams)
+            assert set(keywords) <= set(named) or any(p.startswith("**") for p in params), (name, keywords, params)
+
+
+def test_the_backends_tunables_build_the_frames_it_asks_for(real):
+    # what the generator backend puts on the runner's command line (--tunable k=v, strings), through load_py
+    drop, latency_only = real["profiles"][len(PROFILES) :]
+    assert len(drop["streams"]) == 6
+    for i, s in enumerate(drop["streams"]):
+        assert bytes.fromhex(s["bytes"]) == expected_frame(64, 12 + i, src_mac=SRC_MAC, dst_mac=DST_MAC)
+        assert s["flags"] == SRC_FROM_PKT | DST_FROM_PKT and s["rate"] == {"type": "pps", "value": 1}
+    # latency_pps >= rate_pps: every frame is a latency frame, at the trial's rate (started with the raw "1")
+    (only,) = latency_only["streams"]
+    assert only["flow_stats"]["rule_type"] == "latency" and only["flow_stats"]["stream_id"] == 7
+    assert only["rate"] == {"type": "pps", "value": 1000.0}
+    assert bytes.fromhex(only["bytes"]) == expected_frame(128, 12 + 2, src_mac=SRC_MAC, dst_mac=DST_MAC)
 
 
 # -- multipliers against the real decode_multiplier -------------------------------------------------------
@@ -316,8 +385,12 @@ def test_latency_is_over_the_measured_period_from_the_hdr_histograms_difference(
     assert lat["share_below_us"] == {"10": 80.0, "100": 99.5}
     assert lat["average_us"] == 10.0  # T-Rex's low-pass filtered value, kept as it is, beside the mean
     # decoded on the controller instead (the runner's host without hdrhistogram): the same numbers
-    undecoded = dict(lat, percentiles_from="histogram_bucket_bounds", percentiles_us={}, samples=0)
-    assert {k: v for k, v in trex.with_hdrh(undecoded).items()} == lat
+    undecoded = dict(lat, percentiles_from="histogram_bucket_bounds", samples=0)
+    assert trex.with_hdrh(undecoded) == lat
+    # ... with the percentiles the runner was asked for (it filled their keys from the legacy histogram)
+    asked = trex.latency_summary(end, 7, 0, 1, percentiles=[50, 99.99], below_us=[20], start=start)
+    decoded = trex.with_hdrh(dict(asked, percentiles_from="histogram_bucket_bounds"))
+    assert decoded["percentiles_us"] == {"p50": 8, "p99_99": 130} and decoded["share_below_us"] == {"20": 95.0}
 
 
 def test_latency_without_the_hdr_histogram_says_what_min_and_max_are(pgid_readings):

@@ -282,3 +282,26 @@ def test_the_forward_setup_asks_trex_for_the_receive_port_and_attaches_no_xdp_th
         traffic = templar.template(trust_as_template(asks["ansible.builtin.set_fact"]["__experiment_traffic"]))
         assert traffic["options"]["rx_ports"] == want and traffic["options"]["ports"] == options["ports"]
         assert traffic["options"]["warmup_s"] == options["warmup_s"]  # the rest of the options kept
+
+
+FAKE = os.path.join(FIXTURES, "fake_trex", "automation", "trex_control_plane", "interactive")
+SYSTEM_PYTHON = "/usr/bin/python3"  # the test double imports Debian's scapy (python3-scapy)
+# the global keys the runner reads (_trex.run_summary: drops.queue_full and the summary's global section)
+RUNNER_GLOBAL_KEYS = {"queue_full", "cpu_util", "rx_cpu_util", "bw_per_core", "tx_pps", "rx_pps", "rx_drop_bps"}
+
+
+def test_the_test_doubles_get_stats_has_the_real_clients_shape(client_stats):
+    # issue 13 item 10: the double answered only the ports asked for and summed only those into total
+    code = ("import json, sys; sys.path.insert(0, %r)\nfrom trex.stl.api import STLClient\nc = STLClient(); c.connect()\n"
+            "c.clear_stats(ports=[0]); print(json.dumps(c.get_stats(ports=[0])))") % FAKE  # fmt: skip
+    proc = subprocess.run([SYSTEM_PYTHON, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    if proc.returncode and "No module named 'scapy'" in proc.stderr:
+        pytest.skip("needs /usr/bin/python3 with scapy (apt install python3-scapy)")
+    assert proc.returncode == 0, proc.stderr
+    fake, real = json.loads(proc.stdout), client_stats[1]
+    # every port of the server whatever `ports` asks for, and total over them all, with the real key sets
+    assert set(fake) == set(real) == {"0", "1", "total", "global"}
+    for key in ("0", "1", "total"):
+        assert set(fake[key]) == set(real[key]) == set(trex.PORT_KEYS)
+    assert all(fake["total"][k] == fake["0"][k] + fake["1"][k] for k in trex.PORT_KEYS)
+    assert set(fake["global"]) >= RUNNER_GLOBAL_KEYS and set(real["global"]) >= RUNNER_GLOBAL_KEYS
