@@ -81,6 +81,15 @@ def test_missing_install_says_to_run_the_role(install, tmp_path):
     assert res.returncode == 2 and "run the role xdplab.testbed.trex" in res.stderr
 
 
+def test_a_lib_dir_without_xdplab_trex_is_a_json_error(install, tmp_path):
+    res = runner(install, "ping")
+    assert res.returncode == 0, res.stderr
+    res = runner(dict(install, lib_dir=str(tmp_path / "nothing")), "ping")
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    (error,) = records(res.stdout)
+    assert error["type"] == "error" and error["message"].startswith("cannot import xdplab_trex from %s" % (tmp_path / "nothing"))
+
+
 def test_bad_multiplier_and_profile_are_refused(install):
     res = runner(install, "run", "--mult", "fast")
     assert res.returncode == 2 and "is not a T-Rex multiplier" in res.stderr
