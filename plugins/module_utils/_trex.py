@@ -31,9 +31,11 @@ import re
 import socket
 
 PCI_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-MULT_RE = re.compile(r"^(?P<value>[0-9]+(?:\.[0-9]+)?)(?P<unit>%|pps|kpps|mpps|bps|kbps|mbps|gbps|bpsl1|kbpsl1|mbpsl1|gbpsl1)?$")
-MULT_SCALE = {"": 1.0, "%": 1.0, "pps": 1.0, "kpps": 1e3, "mpps": 1e6, "bps": 1.0, "kbps": 1e3, "mbps": 1e6,
-              "gbps": 1e9, "bpsl1": 1.0, "kbpsl1": 1e3, "mbpsl1": 1e6, "gbpsl1": 1e9}  # fmt: skip
+# decode_multiplier's grammar (trex/utils/parsing_opts.py): a number, then %, or k/m/g (optional) and pps, bps or bpsl1
+MULT_RE = re.compile(r"^(?P<value>[0-9]+(?:\.[0-9]+)?)(?P<unit>%|[kmg]?(?:bpsl1|pps|bps))?$")
+MULT_SCALE = {"": 1.0, "%": 1.0}
+MULT_SCALE.update({prefix + kind: scale for prefix, scale in (("", 1.0), ("k", 1e3), ("m", 1e6), ("g", 1e9))
+                   for kind in ("pps", "bps", "bpsl1")})  # fmt: skip
 PORT_KEYS = ("opackets", "ipackets", "obytes", "ibytes", "oerrors", "ierrors",
              "tx_pps", "rx_pps", "tx_bps", "rx_bps", "tx_bps_L1", "rx_bps_L1", "tx_util", "rx_util")  # fmt: skip
 COUNTER_KEYS = ("opackets", "ipackets", "obytes", "ibytes", "oerrors", "ierrors")

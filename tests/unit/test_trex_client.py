@@ -71,6 +71,8 @@ def backend_tunables(packet_len=64, stream_count=1, rate_pps=0, latency=False):
 
 # what parse_mult accepts (then normalized) and strings it refuses
 ACCEPTED = ["10mpps", "10Mpps", " 10mpps ", "100%", "2", "1.5", "500kpps", "1000pps", "40gbps", "25GBPSL1", "8kbps", "3bpsl1"]
+# every unit of decode_multiplier's grammar: none, %, and [k|m|g] pps/bps/bpsl1 (1gpps was refused here)
+ACCEPTED += ["7" + unit for unit in ["", "%"] + [p + kind for p in ("", "k", "m", "g") for kind in ("pps", "bps", "bpsl1")]]
 REFUSED_BY_BOTH = ["fast", "10 mpps", "-1", "10mbit", "1e6pps", "", "1.", "mpps"]
 # refused here although decode_multiplier takes them: no traffic, or more than the line
 REFUSED_HERE_ONLY = ["0", "0mpps", "101%"]
