@@ -5,6 +5,7 @@ both hosts (connection local): that exercises every play, the input validation a
 bpf_programs in check mode, up to the first task that needs the hardware. Check mode measures nothing.
 """
 
+import importlib.util
 import json
 import os
 import re
@@ -101,13 +102,62 @@ TREX_RENDER = """
             content: "{{{{ ansible_failed_result.msg }}}}"
             dest: "{d}/python3.12.msg"
             mode: "0644"
+    - name: Preflight on a distribution whose python3 is 3.13 (Debian 13)
+      ansible.builtin.include_role:
+        name: xdplab.testbed.trex
+        tasks_from: preflight
+      vars:
+        __trex_system_python: {d}/python3.13
+    - name: What the role adds to trex_packages there
+      ansible.builtin.copy:
+        content: "{{{{ __trex_packages | to_json }}}}"
+        dest: "{d}/packages-3.13.json"
+        mode: "0644"
+    - name: Preflight with a worker CPU beyond T-Rex's thread table
+      block:
+        - name: Preflight again
+          ansible.builtin.include_role:
+            name: xdplab.testbed.trex
+            tasks_from: preflight
+          vars:
+            trex_threads: [2, 3, 4, 5, 6, 120]
+      rescue:
+        - name: Keep its message
+          ansible.builtin.copy:
+            content: "{{{{ ansible_failed_result.msg }}}}"
+            dest: "{d}/cpu120.msg"
+            mode: "0644"
+    - name: The install phase on the unpacked release asks trex_python to import what its scripts import
+      ansible.builtin.include_role:
+        name: xdplab.testbed.trex
+        tasks_from: install
+      vars:
+        trex_install_packages: false
+    - name: The same with a Python that has no YAML module (no site-packages)
+      block:
+        - name: Install phase again
+          ansible.builtin.include_role:
+            name: xdplab.testbed.trex
+            tasks_from: install
+          vars:
+            trex_install_packages: false
+            trex_python: {d}/python-nosite
+      rescue:
+        - name: Keep its message
+          ansible.builtin.copy:
+            content: "{{{{ ansible_failed_result.msg }}}}"
+            dest: "{d}/nosite.msg"
+            mode: "0644"
 """
 
 
 def trex_cfg_problems(cfg, sync_port=4501, async_port=4500):
     """What T-Rex's own readers would refuse in a trex_cfg.yaml (trex-core v3.04): scripts/dpdk_setup_ports.py
     (load_config_file: version, interfaces even and at most 32, port_limit; pci_name_to_full_name: the PCI forms;
-    ConfigCreator: the MAC form) and src/platform_cfg.cpp (zmq ports, platform threads)."""
+    ConfigCreator: the MAC form), src/platform_cfg.cpp (the keys read: zmq_rpc_port, zmq_pub_port, rx_thread_id or the
+    older latency_thread_id) and src/trex_platform.cpp CPlatformSocketInfoConfig::init (the same number of threads in
+    every dual_if, none defined twice, master and rx thread not a worker; on x86 socket < 4 and thread id < 120,
+    src/trex_defs.h). master != latency is xdplab's own rule (the role's preflight), not T-Rex's."""
     problems = []
     if not (isinstance(cfg, list) and len(cfg) == 1 and isinstance(cfg[0], dict)):
         return ["not a list of one mapping"]
@@ -140,8 +190,14 @@ def trex_cfg_problems(cfg, sync_port=4501, async_port=4500):
     if len(dual) != len(ifs) // 2:
         problems.append("%d dual_if entries for %d port pairs" % (len(dual), len(ifs) // 2))
     seen = {master, rx}
+    if len({len(d.get("threads") or []) for d in dual}) > 1:
+        problems.append("dual_if entries with different thread counts: %s" % [len(d.get("threads") or []) for d in dual])
     for n, d in enumerate(dual):
         threads = d.get("threads") or []
+        if not 0 <= int(d.get("socket", -1)) < 4:
+            problems.append("dual_if[%d] socket %s: T-Rex takes 0..3" % (n, d.get("socket")))
+        if [t for t in threads + [master, rx] if t is not None and not 0 <= int(t) < 120]:
+            problems.append("dual_if[%d] threads %s, master %s, rx %s: T-Rex takes CPU ids 0..119" % (n, threads, master, rx))
         if len(threads) < int(c.get("c", 1)):
             problems.append("dual_if[%d] has %d threads, c is %s" % (n, len(threads), c.get("c")))
         overlap = seen & set(threads)
@@ -165,6 +221,13 @@ def test_the_t_rex_cfg_rules_catch_what_t_rex_refuses():
     bad[0]["platform"]["dual_if"][0]["threads"] = [1, 2]
     problems = trex_cfg_problems(bad)
     assert len(problems) == 6, problems
+    # two pairs with 2 and 3 threads, one of them beyond T-Rex's CPU ids, the second pair on socket 4
+    bad = json.loads(json.dumps(good))
+    bad[0].update(interfaces=["0000:03:00.0", "0000:03:00.1", "0000:04:00.0", "0000:04:00.1"], port_limit=4)
+    bad[0]["port_info"] *= 2
+    bad[0]["platform"]["dual_if"].append({"socket": 4, "threads": [4, 5, 120]})
+    problems = trex_cfg_problems(bad)
+    assert len(problems) == 3 and "different thread counts" in problems[0], problems
 
 
 @pytest.mark.root
@@ -179,10 +242,20 @@ def test_the_lab_generators_trex_cfg_renders_from_the_inventory(tmp_path):
     play.write_text(TREX_RENDER.format(d=tmp_path))
     (tmp_path / "python3.12").write_text("#!/bin/sh\necho 3.12\n")
     (tmp_path / "python3.12").chmod(0o755)
+    (tmp_path / "python3.13").write_text("#!/bin/sh\necho 3.13\n")
+    (tmp_path / "python3.13").chmod(0o755)
+    # a real interpreter without site-packages: no PyYAML, as on a generator without python3-yaml
+    (tmp_path / "python-nosite").write_text('#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n')
+    (tmp_path / "python-nosite").chmod(0o755)
     binary = tmp_path / "opt" / "v3.04" / "t-rex-64"  # the unit's ExecStart, for systemd-analyze verify
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\n")
     binary.chmod(0o755)
+    # the release's bundled libraries: v3.04's external_libs as PyPI lbr-trex-client 3.4.0 carries them (identical
+    # sources), so the install phase's import check meets v3.04's own PyYAML 3.11
+    client = importlib.util.find_spec("lbr_trex_client")
+    if client is not None:
+        (binary.parent / "external_libs").symlink_to(os.path.join(os.path.dirname(client.origin), "external_libs"))
     res = subprocess.run(
         [PLAYBOOK, "-i", "inventories/lab", str(play), "-e", "ansible_connection=local",
          "-e", "ansible_python_interpreter=" + sys.executable, "-e", "ansible_become=false"],
@@ -203,8 +276,25 @@ def test_the_lab_generators_trex_cfg_renders_from_the_inventory(tmp_path):
         res = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "trex.service")], capture_output=True, text=True,
                              check=False, timeout=60)  # fmt: skip
         assert res.returncode == 0, res.stdout + res.stderr
-    # issue 13 item 2: v3.04's dpdk_nic_bind.py imports distutils.util, its own package on Debian 12
-    assert "python3-distutils" in json.loads((tmp_path / "packages.json").read_text())
+    # the server's own scripts run on the interpreter preflight checked (find_python.sh takes $PYTHON3)
+    assert "Environment=PYTHON3=/usr/bin/python3" in unit
+    # issue 13 item 2: v3.04's dpdk_nic_bind.py imports distutils.util, its own package on Debian 12 (this machine's
+    # python3 is 3.11); its bundled PyYAML 3.11 fails on Python >= 3.10, so the distribution's python3-yaml is added
+    packages = json.loads((tmp_path / "packages.json").read_text())
+    assert "python3-distutils" in packages and "python3-yaml" in packages
+    # Debian 13 (python3 3.13) has no python3-distutils: not asked for there (apt would fail on it)
+    packages = json.loads((tmp_path / "packages-3.13.json").read_text())
+    assert "python3-distutils" not in packages and "python3-yaml" in packages
+    # a CPU id T-Rex's thread table has no slot for (src/trex_platform.h: MAX_THREADS_SUPPORTED 120 on x86)
+    assert "T-Rex (x86) takes CPU ids 0..119" in " ".join((tmp_path / "cpu120.msg").read_text().split())
+    # and a trex_python without the distribution's PyYAML is refused after the unpack, with Python's own message and
+    # what to install: v3.04's bundled PyYAML 3.11 itself fails on Python 3.11 (as its dpdk_setup_ports.py would)
+    message = " ".join((tmp_path / "nosite.msg").read_text().split())
+    if client is not None:
+        assert "they fail: AttributeError: module 'collections' has no attribute 'Hashable'" in message, message
+    else:
+        assert "they fail: ModuleNotFoundError: No module named 'yaml'" in message, message
+    assert "install python3-yaml" in message
     # issue 13 item 5: a Python the release's client does not import on is refused in preflight, naming what works
     message = " ".join((tmp_path / "python3.12.msg").read_text().split())
     assert message.startswith("tg: trex_python=%s/python3.12 is Python 3.12; " % tmp_path)
