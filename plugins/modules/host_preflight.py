@@ -158,6 +158,14 @@ options:
       why_not:
         description: Why it cannot be installed (shown when it is neither installed nor installable).
         type: str
+      version:
+        description:
+          - The release (C(v3.04)); with O(trex.python) the interpreter is asked its version and refused when that
+            release's client does not import on it (v2.88..v3.07 up to Python 3.11, v3.08 up to 3.12).
+        type: str
+      python:
+        description: The interpreter the runner and the T-Rex client run on (backend option C(python), role C(trex_python)).
+        type: path
         default: ""
   matrix:
     description:
@@ -395,8 +403,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _kernel_features as kfeatures
 from ansible_collections.xdplab.testbed.plugins.module_utils import _vlab_netlink as netlink
 from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import CpuListError, format_cpu_list, parse_cpu_list
+from ansible_collections.xdplab.testbed.plugins.module_utils._trex import TrexError
+from ansible_collections.xdplab.testbed.plugins.module_utils._trex import check_python as trex_check_python
 
 PCI_RE = re.compile(r"^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
+# what an interpreter prints when asked its (major, minor)
+PYTHON_VERSION_CODE = "import sys; print('%d.%d' % sys.version_info[:2])"
 IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 
 # Drivers with native (driver-mode) XDP in mainline Linux, for kernels without the netdev family's
@@ -814,6 +826,20 @@ class HostPreflight:
                     self.problem(
                         field, backend, f"T-Rex is not installed on {self.host} (no {binary}) and cannot be installed{why}"
                     )
+            if trex.get("version") and trex.get("python"):
+                self.check_trex_python(field, backend, trex["version"], trex["python"])
+
+    def check_trex_python(self, field, backend, version, python):
+        """The T-Rex client of `version` imports on `python` (asked its version here, before any trial)."""
+        rc, out = self.run([python, "-c", PYTHON_VERSION_CODE])
+        match = re.match(r"^(\d+)\.(\d+)$", out.strip())
+        if rc != 0 or not match:
+            self.problem(field, backend, f"the T-Rex runner's Python {python} does not run on {self.host} (rc {rc})")
+            return
+        try:
+            trex_check_python(version, (int(match.group(1)), int(match.group(2))), python)
+        except TrexError as exc:
+            self.problem(field, backend, f"on {self.host}: {exc}")
 
     def check_matrix(self, online):
         matrix = self.params.get("matrix")
@@ -974,6 +1000,8 @@ def main():
                     "dir": {"type": "path", "required": True},
                     "installable": {"type": "bool", "default": False},
                     "why_not": {"type": "str", "default": ""},
+                    "version": {"type": "str"},
+                    "python": {"type": "path"},
                 },
             },
             "matrix": {

@@ -185,6 +185,40 @@ def test_cpus_shared_with_a_generator_on_the_same_machine(host):
     assert not hp.same_machine({}, {})
 
 
+def test_a_trex_python_its_client_does_not_import_on_is_refused_before_any_trial(host):
+    # issue 13 item 5: the runner found out (exit 2) only when a trial started it
+    host.pci("0000:3b:00.0", "vfio-pci")
+    host.write("opt/trex/v3.04/t-rex-64", "#!/bin/sh\n")
+    port = {"field": "xdplab_generator_ports[0]", "name": "0000:3b:00.0"}
+    trex = {"dir": "/opt/trex/v3.04", "version": "v3.04", "python": "/usr/bin/python3"}
+    asked = "/usr/bin/python3 -c " + hp.PYTHON_VERSION_CODE
+    host.answers[asked] = "3.12\n"
+    res = host.check(role="generator", host="tg", interfaces=[port], backend="trex", trex=trex)
+    assert res["errors"] == [
+        "tg: xdplab_generator_backend: on tg: T-Rex v3.04's client does not import on Python 3.12 (/usr/bin/python3): "
+        "releases v2.88..v3.07 run on Python <= 3.11, v3.08 and newer on Python <= 3.12; set trex_python to such an "
+        "interpreter (e.g. /usr/bin/python3.11) or pin a release that fits (trex_version)"
+    ]
+    assert ["/usr/bin/python3", "-c", hp.PYTHON_VERSION_CODE] in host.commands
+    host.answers[asked] = "3.11\n"
+    assert host.check(role="generator", host="tg", interfaces=[port], backend="trex", trex=trex)["errors"] == []
+    assert (
+        host.check(role="generator", host="tg", interfaces=[port], backend="trex", trex=dict(trex, version="v3.08"))["errors"]
+        == []
+    )
+    del host.answers[asked]
+    res = host.check(role="generator", host="tg", interfaces=[port], backend="trex", trex=trex)
+    assert res["errors"] == ["tg: xdplab_generator_backend: the T-Rex runner's Python /usr/bin/python3 does not run on tg (rc 1)"]
+
+
+def test_the_version_question_is_one_a_real_python_answers():
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", hp.PYTHON_VERSION_CODE], capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "%d.%d" % sys.version_info[:2]
+
+
 def test_generator_backend_fits_the_ports(host, tmp_path):
     veth = {"field": "xdplab_generator_interface", "name": "veth-tg0", "planned": "veth"}
     ok = host.check(role="generator", host="tg", netns="xdplab-tg", interfaces=[veth], backend="xdp_live")
