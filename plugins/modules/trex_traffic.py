@@ -242,7 +242,7 @@ latency:
       seq_too_low), histogram (bucket start in µs -> frames), samples, percentiles_us (p50, p90, p99, p99_9) and
       share_below_us (percent of frames at or below 10 and 100 µs).
     - percentiles_from says where percentiles_us, share_below_us and samples come from - V(hdrh) (the server's
-      HdrHistogram, C(t-rex-64 --hdrh): the encoded histogram at the end in hdrh, the one read before the
+      HdrHistogram, C(t-rex-64 --hdrh); the encoded histogram at the end in hdrh, the one read before the
       post-warm-up clear in hdrh_start, the measured period is their difference) or V(histogram_bucket_bounds)
       (the legacy histogram, where a percentile is only its bucket's upper edge).
     - average_us is T-Rex's low-pass filtered average (0.5 x previous + 0.5 x the latest 0.5 s period's mean), not
@@ -250,7 +250,7 @@ latency:
     - min_max_from says what min_us and max_us are - V(hdrh) (the measured period's, to the HdrHistogram's 3
       significant digits) or V(trex_totals) (min_us is T-Rex's total_min since the stream started, the warm-up
       included; max_us is the client's total_max after the clear, the largest of T-Rex's per-period maxima the
-      runner read, once per interval: a lower bound).
+      runner read, once per interval - a lower bound).
   returned: when O(latency=true) and not check mode
   type: dict
 intervals:
