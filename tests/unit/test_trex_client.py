@@ -404,3 +404,25 @@ def test_latency_without_the_hdr_histogram_says_what_min_and_max_are(pgid_readin
     # min: T-Rex's total_min since the stream started (the warm-up's 6 µs); max: the largest sampled last_max
     assert (lat["min_us"], lat["max_us"]) == (6.0, 130.0)
     assert lat["samples"] == 1000 and lat["percentiles_us"]["p99"] == 50 and "hdrh" not in lat
+
+
+def key_paths(reading, pg_id):
+    """The key paths of a get_pgid_stats() output, with its pg id and histogram buckets named generically."""
+    paths = set()
+
+    def walk(value, path):
+        if not isinstance(value, dict):
+            paths.add(path)
+            return
+        for key, inner in value.items():
+            name = "<pg>" if str(key) == str(pg_id) else ("<bucket>" if path[-1:] == ("histogram",) else str(key))
+            walk(inner, path + (name,))
+
+    walk(reading, ())
+    return paths
+
+
+def test_the_latency_fixture_of_the_test_double_has_the_real_clients_keys(pgid_readings):
+    real = key_paths(pgid_readings["runner"][-1], 7)
+    # get_pgid_stats_latency.json (a server without --hdrh): the real client's keys, less hdrh
+    assert key_paths(fixture("get_pgid_stats_latency.json"), 10) == real - {("latency", "<pg>", "latency", "hdrh")}
