@@ -347,16 +347,14 @@ def pgid_readings():
     """The real client's get_pgid_stats() for the server replies of get_pgid_stats_server_replies.json, in the
     runner's order and in the one-reading order, through a JSON round trip as the runner's output has them."""
     server = fixture("get_pgid_stats_server_replies.json")
-    out = {}
-    for name, steps in (("runner", RUNNER_STEPS), ("one_reading", ONE_READING)):
-        request = {"pg_id": server["pg_id"], "replies": server["replies"], "steps": steps}
-        res = subprocess.run([sys.executable, PGID_PROBE], input=json.dumps(request), capture_output=True, text=True,
-                             timeout=60, env=client_env(), check=False)  # fmt: skip
-        assert res.returncode == 0, res.stderr
-        answer = json.loads(res.stdout)
-        assert answer["client"] == CLIENT
-        out[name] = answer["gets"]
-    return out
+    request = {"pg_id": server["pg_id"], "replies": server["replies"],
+               "runs": {"runner": RUNNER_STEPS, "one_reading": ONE_READING}}  # fmt: skip
+    res = subprocess.run([sys.executable, PGID_PROBE], input=json.dumps(request), capture_output=True, text=True,
+                         timeout=60, env=client_env(), check=False)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    answer = json.loads(res.stdout)
+    assert answer["client"] == CLIENT
+    return answer["runs"]
 
 
 def test_the_real_client_makes_the_run_fixture_from_the_servers_replies(pgid_readings):
