@@ -19,8 +19,13 @@ description:
     plugins/module_utils/_driver_counters.py). O(count=xdp_drop) reads those; any other value names an
     C(ethtool -S) counter (C({queue}) for a per-queue one) or an interface statistic prefixed C(if_)
     (C(if_rx_packets) is /sys/class/net/DEV/statistics/rx_packets).
-  - Each snapshot reads C(ethtool -S), C(ethtool -i) (the driver) and the interface statistics of every device of
-    O(devices) and O(extra_devices), timed on CLOCK_MONOTONIC.
+  - Each snapshot reads C(ethtool -i) (the driver), the driver's statistics (C(ethtool -S)'s names and values) and
+    the interface statistics of every device of O(devices) and O(extra_devices), timed on CLOCK_MONOTONIC. The
+    driver's statistics are read in this process (the SIOCETHTOOL ioctl C(ethtool -S) makes, tens of microseconds)
+    between two reads of the interface statistics, whose midpoint is kept; only where the kernel refuses the ioctl
+    is O(ethtool) run as a process (tens of milliseconds under load, during which a bursty sender moves thousands of
+    frames). Each device's C(read) in RV(snapshot) says which, and C(own_spread) how far its own counters moved
+    during the driver read (the midpoint's uncertainty).
   - Three uses. O(snapshot_only=true) returns RV(snapshot) and waits for nothing. O(since) (an earlier
     RV(snapshot) of the same devices) returns what was counted between it and now, without sleeping, so two hosts
     (the generator's receive side and the DUT) can be bracketed around one measuring task. Neither samples like
@@ -137,7 +142,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 snapshot:
-  description: "C({t, devices: {dev: {driver, stats}}}): C(t) on CLOCK_MONOTONIC, C(stats) ethtool -S plus C(if_*)."
+  description:
+    - "C({t, devices: {dev: {driver, stats, read, own_spread}}}): C(t) on CLOCK_MONOTONIC, C(stats) ethtool -S plus
+      C(if_*) (at the driver read's midpoint), C(read) V(ioctl) or V(ethtool) (how the driver's statistics were
+      read), C(own_spread) how far each C(if_*) moved during that read."
   returned: always
   type: dict
   sample: {t: 1234.5, devices: {veth-tg1: {driver: veth, stats: {rx_queue_0_xdp_drops: 10, if_rx_packets: 10}}}}
@@ -169,6 +177,7 @@ from time import monotonic, sleep
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool_ioctl as ethtool_ioctl
 from ansible_collections.xdplab.testbed.plugins.module_utils import _forwarding as forwarding
 from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement as measurement
 from ansible_collections.xdplab.testbed.plugins.module_utils import _process as process
@@ -183,6 +192,8 @@ _NAME = re.compile(r"^[A-Za-z0-9_.:@+-]{1,15}$")
 class RxCounters:
     """Does the work; main() only wires it."""
 
+    OWN_SPREAD = forwarding.IF_PREFIX + "rx_packets"
+
     def __init__(self, module, clock=monotonic, wait=sleep, sysfs="/sys/class/net"):
         self.module, self.p = module, module.params
         self.clock, self.sleep, self.sysfs = clock, wait, sysfs
@@ -193,6 +204,8 @@ class RxCounters:
         self.ports = {}
         # the newest runner record read so far (source trex: every snapshot is a newer one)
         self.last_mono = None
+        # per device: its in-process driver statistics reader (None: the kernel refused the ioctl, run ethtool -S)
+        self.readers = {}
 
     def fail(self, msg):
         self.module.fail_json(msg=msg, **self.result)
@@ -255,19 +268,39 @@ class RxCounters:
                 continue
         return out
 
+    def reader(self, dev):
+        """The in-process reader of dev's driver statistics, or None where the kernel refuses the ioctl."""
+        if dev not in self.readers:
+            try:
+                self.readers[dev] = ethtool_ioctl.DriverStats(dev)
+            except OSError:
+                self.readers[dev] = None
+        return self.readers[dev]
+
+    def driver_stats(self, dev):
+        """(ethtool -S's {name: value} of dev, how it was read): the ioctl in this process, else the ethtool process."""
+        reader = self.reader(dev)
+        if reader is not None:
+            try:
+                return reader.read(), "ioctl"
+            except OSError:
+                self.readers[dev] = None
+        return ethtool.stats(self.module.run_command, dev, ethtool=self.p["ethtool"]), "ethtool"
+
     def read_device(self, dev):
-        """The driver's counters (ethtool -S) and the interface's own, read around them: ethtool is a process
-        (tens of ms under load), so each own counter is the mean of a read just before and just after it, the
-        value at the driver read's midpoint; the agreement of the two then does not depend on that process's time."""
+        """The driver's counters (ethtool -S) and the interface's own, read around them: each own counter is the mean
+        of a read just before and just after the driver's, its value at the driver read's midpoint, so the agreement
+        of the two does not depend on how long that read took; own_spread is how far they moved meanwhile."""
         try:
             driver = ethtool.driver_info(self.module.run_command, dev, ethtool=self.p["ethtool"]).get("driver", "")
             before = self.if_stats(dev)
-            stats = ethtool.stats(self.module.run_command, dev, ethtool=self.p["ethtool"])
+            stats, how = self.driver_stats(dev)
             after = self.if_stats(dev)
         except ethtool.EthtoolError as exc:
             self.fail(f"cannot read the counters of {dev}: {exc}")
         stats.update({k: (before[k] + v) // 2 if k in before else v for k, v in after.items()})
-        return {"driver": driver, "stats": stats}
+        spread = {k: v - before[k] for k, v in after.items() if k in before}
+        return {"driver": driver, "stats": stats, "read": how, "own_spread": spread}
 
     def snapshot(self):
         if self.trex:
@@ -325,7 +358,13 @@ class RxCounters:
                    for q in total["per_rxq"]]
         window = measurement.window_of(first["t"], last["t"])
         details = {"own_counter": total["own_counter"], "own_packets": total["own_packets"],
-                   "agreement_pct": total["agreement_pct"], "counter_names": total["counter"]}
+                   "agreement_pct": total["agreement_pct"], "counter_names": total["counter"],
+                   # how the driver's counters were read, and how far the devices' own rx_packets moved during
+                   # the first and the last driver read (the bound of the midpoint's error in own_packets)
+                   "driver_read": sorted({snap["devices"][d].get("read", "ethtool") for snap in (first, last)
+                                          for d in self.devices}),
+                   "own_read_spread_packets": sum(snap["devices"][d].get("own_spread", {}).get(self.OWN_SPREAD, 0)
+                                                  for snap in (first, last) for d in self.devices)}
         if self.trex:
             total.update(own_counter=None, own_packets=None, agreement_pct=None)
             details = {"own_counter": None, "own_packets": None, "agreement_pct": None, "counter_names": TREX_COUNTER,

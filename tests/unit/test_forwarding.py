@@ -8,6 +8,9 @@ the 3114464 refused), the DUT redirected them all, veth-tg1's ring took 184592 (
 the 499920 refused) and the drop program counted exactly those.
 """
 
+import os
+import subprocess
+
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils import _forwarding as fw
 from ansible_collections.xdplab.testbed.plugins.module_utils import _record
@@ -136,6 +139,53 @@ def test_rx_counters_reads_the_interface_counters_around_ethtool(tmp_path):
             raise AssertionError(msg)
 
     (stats / "rx_packets").write_text("%d\n" % live["rx"])
-    got = rx_counters.RxCounters(Module(), sysfs=str(tmp_path)).read_device("veth-tg1")
-    assert got["driver"] == "veth"
+    counters = rx_counters.RxCounters(Module(), sysfs=str(tmp_path))
+    counters.readers["veth-tg1"] = None  # as where the kernel refuses the ioctl: the ethtool process
+    got = counters.read_device("veth-tg1")
+    assert got["driver"] == "veth" and got["read"] == "ethtool"
     assert got["stats"]["rx_queue_0_xdp_drops"] == 1300 and got["stats"]["if_rx_packets"] == 1300
+    assert got["own_spread"]["if_rx_packets"] == 600
+
+    # in-process (the ioctl): the driver read sits between the two sysfs reads as well, and the spread says how far
+    # the own counter moved meanwhile
+    class Reader:
+        def read(self):
+            (stats / "rx_packets").write_text("%d\n" % (live["rx"] + 2))
+            return {"rx_queue_0_xdp_drops": live["rx"] + 1}
+
+    (stats / "rx_packets").write_text("%d\n" % live["rx"])
+    counters.readers["veth-tg1"] = Reader()
+    got = counters.read_device("veth-tg1")
+    assert got["read"] == "ioctl" and got["own_spread"]["if_rx_packets"] == 2
+    assert got["stats"]["rx_queue_0_xdp_drops"] == got["stats"]["if_rx_packets"] == 1001
+
+
+def test_driver_statistics_in_process_are_ethtool_s():
+    """_ethtool_ioctl reads what `ethtool -S` prints (same names, same order, values that only grow between the
+    two reads), on the first interface of this machine that has driver statistics."""
+    import shutil
+
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool, _ethtool_ioctl
+
+    ethtool = shutil.which("ethtool") or "/usr/sbin/ethtool"
+    if not os.access(ethtool, os.X_OK):
+        pytest.skip("needs ethtool")
+    for dev in sorted(os.listdir("/sys/class/net")):
+        proc = subprocess.run([ethtool, "-S", dev], capture_output=True, text=True, check=False)
+        if proc.returncode == 0 and _ethtool.parse_stats(proc.stdout):
+            break
+    else:
+        pytest.skip("no interface here has driver statistics")
+    reader = _ethtool_ioctl.DriverStats(dev)
+    try:
+        before = reader.read()
+        text = subprocess.run([ethtool, "-S", dev], capture_output=True, text=True, check=True).stdout
+        after = reader.read()
+    finally:
+        reader.close()
+    printed = _ethtool.parse_stats(text)
+    assert list(before) == list(printed) == list(after), dev
+    # counters only grow; a few (peer_ifindex, ring sizes) are not counters but stay put
+    assert all(before[k] <= printed[k] <= after[k] or before[k] == after[k] for k in printed), dev
+    with pytest.raises(OSError, match="No such device"):
+        _ethtool_ioctl.DriverStats("xdplab-none0")
