@@ -102,17 +102,13 @@ TREX_RENDER = """
             content: "{{{{ ansible_failed_result.msg }}}}"
             dest: "{d}/python3.12.msg"
             mode: "0644"
-    - name: Preflight on a distribution whose python3 is 3.13 (Debian 13)
-      ansible.builtin.include_role:
-        name: xdplab.testbed.trex
-        tasks_from: preflight
-      vars:
-        __trex_system_python: {d}/python3.13
-    - name: What the role adds to trex_packages there
+    - name: What the role adds to trex_packages where the distribution's python3 answers 3.13 (Debian 13)
       ansible.builtin.copy:
         content: "{{{{ __trex_packages | to_json }}}}"
         dest: "{d}/packages-3.13.json"
         mode: "0644"
+      vars:
+        __trex_system_python_version: "3.13"
     - name: Preflight with a worker CPU beyond T-Rex's thread table
       block:
         - name: Preflight again
@@ -127,20 +123,40 @@ TREX_RENDER = """
             content: "{{{{ ansible_failed_result.msg }}}}"
             dest: "{d}/cpu120.msg"
             mode: "0644"
-    - name: The install phase on the unpacked release asks trex_python to import what its scripts import
+    - name: The ports' PCI checks on Mellanox ports with --no-ofed-check
       ansible.builtin.include_role:
         name: xdplab.testbed.trex
-        tasks_from: install
+        tasks_from: preflight_pci
       vars:
-        trex_install_packages: false
-    - name: The same with a Python that has no YAML module (no site-packages)
+        trex_check_pci: true
+        __trex_pci_sysfs: {d}/pci
+        trex_server_args: [--no-ofed-check]
+    - name: The same ports without it (no MLNX_OFED here)
       block:
-        - name: Install phase again
+        - name: PCI checks again
           ansible.builtin.include_role:
             name: xdplab.testbed.trex
-            tasks_from: install
+            tasks_from: preflight_pci
           vars:
-            trex_install_packages: false
+            trex_check_pci: true
+            __trex_pci_sysfs: {d}/pci
+      rescue:
+        - name: Keep its message
+          ansible.builtin.copy:
+            content: "{{{{ ansible_failed_result.msg }}}}"
+            dest: "{d}/ofed.msg"
+            mode: "0644"
+    - name: The install phase's check on the unpacked release asks trex_python to import what its scripts import
+      ansible.builtin.include_role:
+        name: xdplab.testbed.trex
+        tasks_from: install_check
+    - name: The same with a Python that has no YAML module (no site-packages)
+      block:
+        - name: Install check again
+          ansible.builtin.include_role:
+            name: xdplab.testbed.trex
+            tasks_from: install_check
+          vars:
             trex_python: {d}/python-nosite
       rescue:
         - name: Keep its message
@@ -242,11 +258,14 @@ def test_the_lab_generators_trex_cfg_renders_from_the_inventory(tmp_path):
     play.write_text(TREX_RENDER.format(d=tmp_path))
     (tmp_path / "python3.12").write_text("#!/bin/sh\necho 3.12\n")
     (tmp_path / "python3.12").chmod(0o755)
-    (tmp_path / "python3.13").write_text("#!/bin/sh\necho 3.13\n")
-    (tmp_path / "python3.13").chmod(0o755)
     # a real interpreter without site-packages: no PyYAML, as on a generator without python3-yaml
     (tmp_path / "python-nosite").write_text('#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n')
     (tmp_path / "python-nosite").chmod(0o755)
+    # the lab's two generator ports as sysfs shows a ConnectX (vendor 0x15b3, NUMA node 0): a fixture, no such NIC here
+    for pci in ("0000:03:00.0", "0000:03:00.1"):
+        (tmp_path / "pci" / pci).mkdir(parents=True)
+        (tmp_path / "pci" / pci / "vendor").write_text("0x15b3\n")
+        (tmp_path / "pci" / pci / "numa_node").write_text("0\n")
     binary = tmp_path / "opt" / "v3.04" / "t-rex-64"  # the unit's ExecStart, for systemd-analyze verify
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\n")
@@ -285,6 +304,11 @@ def test_the_lab_generators_trex_cfg_renders_from_the_inventory(tmp_path):
     # Debian 13 (python3 3.13) has no python3-distutils: not asked for there (apt would fail on it)
     packages = json.loads((tmp_path / "packages-3.13.json").read_text())
     assert "python3-distutils" not in packages and "python3-yaml" in packages
+    # Mellanox ports without MLNX_OFED: t-rex-64 v3.04 would exit in its configuration step (check_ofed_version)
+    if not os.path.exists("/usr/bin/ofed_info"):
+        message = " ".join((tmp_path / "ofed.msg").read_text().split())
+        assert "include Mellanox (vendor 0x15b3) ports, and t-rex-64 then requires MLNX_OFED 5.2 or newer" in message, message
+        assert "add --no-ofed-check to trex_server_args" in message
     # a CPU id T-Rex's thread table has no slot for (src/trex_platform.h: MAX_THREADS_SUPPORTED 120 on x86)
     assert "T-Rex (x86) takes CPU ids 0..119" in " ".join((tmp_path / "cpu120.msg").read_text().split())
     # and a trex_python without the distribution's PyYAML is refused after the unpack, with Python's own message and
