@@ -18,7 +18,7 @@ export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 help:
 	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
 	@echo "make paper-drop-cpu  DUT CPU usage by offered load"
-	@echo "make paper-forward  forwarding by cores (XDP_TX, XDP_REDIRECT devmap, Linux routing, AF_XDP l2fwd; DPDK mac with -e), counted where frames return"
+	@echo "make paper-forward  forwarding by cores (paper_forward_systems in playbooks/vars/paper_forward.yml: XDP_TX, XDP_REDIRECT devmap, Linux routing, DPDK testpmd mac, AF_XDP l2fwd), counted where frames return"
 	@echo "make paper-latency  latency at 100 pps and 1 Mpps (in-band stamps), the floor beside the systems, CDF"
 	@echo "make afxdp        the AF_XDP RFC table (seeds/001): rxdrop/txpush/l2fwd x XDP_SKB/XDP_DRV x 64/1500 B"
 	@echo "make xdp-pass-tcp what XDP_PASS costs TCP (seeds/002): iperf3 into the DUT, CPU per Gbit/s by program"
