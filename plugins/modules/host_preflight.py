@@ -158,6 +158,7 @@ options:
       why_not:
         description: Why it cannot be installed (shown when it is neither installed nor installable).
         type: str
+        default: ""
       version:
         description:
           - The release (C(v3.04)); with O(trex.python) the interpreter is asked its version and refused when that
@@ -166,7 +167,6 @@ options:
       python:
         description: The interpreter the runner and the T-Rex client run on (backend option C(python), role C(trex_python)).
         type: path
-        default: ""
   matrix:
     description:
       - The largest core count of each system in the experiment's matrix (role V(dut)), checked against the
