@@ -10,6 +10,13 @@ xdplab-*, no generator/testpmd/bench process, no XDP program on a veth, the huge
 finished record, and complete on a later run, which retries only what did not finish. Three runs of the
 playbook in all (about 6 minutes on an idle machine).
 
+What the runs skip (none of it is what these tests check, and each is another test's): every run the report
+(`experiment_report`; the controller's packages are the report's), and bpf/ on the hosts where it is installed
+already; the runs after the first, what the first one installed, built and tuned and the teardown left in place
+(the lab's and DPDK's packages, bpf/ on the hosts, the host tuning) and the read-only host preflight. Each run
+still builds the lab, reserves DPDK's hugepages, runs its trials and tears everything down (docs/BENCHMARKS.md
+"make test wall time").
+
 The virtual lab uses fixed names (xdplab-tg, xdplab-dut): run under the lab lock. Needs root and the lab's
 Debian packages (make paper-drop has installed them once).
 """
@@ -34,6 +41,12 @@ PROGRAMS = {"generator": "xdplab-trafficgen", "testpmd": "dpdk-testpmd", "bench"
 TIMING = {"paper_drop_repetitions": 1, "paper_drop_touch": ["no_touch"], "experiment_samples": 2,
           "experiment_warmup": 1, "experiment_interval": 1, "experiment_drift_check": False}  # fmt: skip
 RUN_TIMEOUT = 420
+# --skip-tags of every run, and of the runs after the first (the first one installed, built and checked these)
+SKIP = ["controller", "experiment_report"]
+SKIP_AGAIN = SKIP + ["vlab_install", "tuning", "bpf_programs", "dpdk_install"]
+PREFIX = "/usr/local/lib/xdplab"
+INSTALLED = ["bin/xdplab-trafficgen", "bin/xdplab-xsk-bench", "lib/bpf/xdp_trafficgen.bpf.o", "lib/bpf/xdp_bench.bpf.o",
+             "lib/bpf/xsk_bench.bpf.o"]
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +130,13 @@ class Sweep:
         self.log = []
 
     def command(self):
-        return [ANSIBLE_PLAYBOOK, PLAYBOOK, "-i", INVENTORY, "-e", json.dumps(self.extra)]
+        if not self.log:
+            # bpf/ on the hosts as well when another lab test has installed it
+            built = all(os.path.exists(os.path.join(PREFIX, p)) for p in INSTALLED)
+            skip = SKIP + (["bpf_programs"] if built else [])
+            return [ANSIBLE_PLAYBOOK, PLAYBOOK, "-i", INVENTORY, "-e", json.dumps(self.extra), "--skip-tags", ",".join(skip)]
+        again = dict(self.extra, experiment_preflight=False)
+        return [ANSIBLE_PLAYBOOK, PLAYBOOK, "-i", INVENTORY, "-e", json.dumps(again), "--skip-tags", ",".join(SKIP_AGAIN)]
 
     def env(self):
         return dict(os.environ, XDPLAB_RESULTS_DIR=str(self.results), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
