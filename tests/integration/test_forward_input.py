@@ -1,7 +1,7 @@
 """Bad input to the forwarding experiment (issue 9) gets a clear error before anything on the system changes:
 an egress port that is the ingress port (XDP_REDIRECT, Linux and DPDK `mac` forwarding), testpmd `mac` on a PCI port
 without the egress port's PCI address, a redirect to a port of another host (the generator's), a ring size the
-driver refuses (veth has no rings; mlx5 takes 64 to 8192 descriptors)."""
+driver refuses (veth has no rings; mlx5 takes 64 to 8192 descriptors), a queue-count axis (seeds/004; not built)."""
 
 import json
 import os
@@ -20,7 +20,7 @@ MLX5 = {"xdplab_dut_ports": [{"name": "veth-dut0", "driver": "mlx5_core"}]}
     ("extra", "message"),
     [
         ({"xdplab_dut_egress_interface": "veth-dut0"},
-         "the systems xdp_redirect, linux_forward send out of a second port, but xdplab_dut_egress_interface "
+         "the systems xdp_redirect, linux_forward, dpdk_mac send out of a second port, but xdplab_dut_egress_interface "
          "is 'veth-dut0' and the ingress port (xdplab_dut_interface) is veth-dut0"),
         ({"xdplab_dut_egress_interface": "veth-tg1"},
          "xdplab_dut_egress_interface veth-tg1 is a port of tg"),
@@ -33,9 +33,11 @@ MLX5 = {"xdplab_dut_ports": [{"name": "veth-dut0", "driver": "mlx5_core"}]}
         ({"paper_forward_systems": ["dpdk_mac"], "xdplab_dpdk_port": "0000:03:00.0"},
          "the systems dpdk_mac run testpmd `mac` from the ingress port (xdplab_dpdk_port 0000:03:00.0) to the egress "
          "port, but xdplab_dpdk_egress_port is ''"),
+        ({"paper_forward_queues": [1, 4]},
+         "paper_forward_queues [1, 4] (seeds/004's several TX rings per core) is not an axis of this experiment"),
     ],
     ids=["egress-is-ingress", "egress-on-generator", "veth-rings", "mlx5-ring-limit", "dpdk-egress-is-ingress",
-         "dpdk-pci-no-egress"],
+         "dpdk-pci-no-egress", "queue-axis"],
 )
 def test_refused_before_any_change(extra, message, tmp_path):
     # --tags never_any: only the always-tagged input checks run, so a missed refusal changes nothing either
