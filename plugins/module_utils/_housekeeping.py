@@ -25,6 +25,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import parse_
 
 STATE_FILE = "/run/xdplab/housekeeping.json"
 ENV = "XDPLAB_HOUSEKEEPING_CPUS"
+STATE_ENV = "XDPLAB_HOUSEKEEPING_STATE"  # another state file than STATE_FILE (tests: never the live lab's)
 CONTROLLER_NAMES = ("ansible-playbook", "ansible", "ansible-test", "ansible-runner")
 SSH_NAMES = ("sshd", "sshd-session")
 
@@ -143,18 +144,20 @@ def write_state(state, path=STATE_FILE):
     return True
 
 
-def housekeeping_cpus(path=STATE_FILE, environ=None):
-    """The housekeeping CPUs of this host: $XDPLAB_HOUSEKEEPING_CPUS ('0-1,4'), else the state file; None if unset."""
-    env = (os.environ if environ is None else environ).get(ENV)
+def housekeeping_cpus(path=None, environ=None):
+    """The housekeeping CPUs of this host: $XDPLAB_HOUSEKEEPING_CPUS ('0-1,4'), else the state file (path, else
+    $XDPLAB_HOUSEKEEPING_STATE, else STATE_FILE); None if unset."""
+    environ = os.environ if environ is None else environ
+    env = environ.get(ENV)
     if env:
         return parse_cpu_list(env)
-    state = read_state(path)
+    state = read_state(path or environ.get(STATE_ENV) or STATE_FILE)
     if state and state.get("cpus"):
         return [int(c) for c in state["cpus"]]
     return None
 
 
-def pin_self(path=STATE_FILE, environ=None):
+def pin_self(path=None, environ=None):
     """Pin the calling process to this host's housekeeping CPUs (see housekeeping_cpus); the CPUs, or None when
     none are set or none of them is allowed here. Never raises: a module must run even where nothing was set."""
     try:

@@ -12,6 +12,15 @@ import pytest
 # conftest import) makes every later import fail with "collection metadata was not loaded".
 
 
+@pytest.fixture(autouse=True)
+def _no_live_housekeeping(tmp_path, monkeypatch):
+    """Modules run here (in-process or by ansible-playbook) pin themselves to the housekeeping CPUs of the host's
+    state file: while a lab run is up, /run/xdplab/housekeeping.json pinned the test process to that CPU and
+    later tests saw one CPU. Every unit test reads a state file of its own instead (none unless it writes one)."""
+    monkeypatch.setenv("XDPLAB_HOUSEKEEPING_STATE", str(tmp_path / "no-housekeeping.json"))
+    monkeypatch.delenv("XDPLAB_HOUSEKEEPING_CPUS", raising=False)
+
+
 class FakeClock:
     """A monotonic clock that only moves when the code under test sleeps (plus ``step`` per reading)."""
 

@@ -160,3 +160,11 @@ def test_module_pins_the_controller_tree_of_a_real_playbook(tmp_path):
     assert out["pinned"]["anchor"]["kind"] == "controller" and out["pinned"]["moved_count"] >= 1
     assert out["allowed"].split()[-1] == str(cpu)
     assert json.loads((tmp_path / "s.json").read_text()) == {"cpus": [cpu], "avoid": []}
+
+
+def test_state_file_named_by_the_environment_is_the_one_read(tmp_path):
+    own = tmp_path / "own.json"
+    assert hk.housekeeping_cpus(environ={hk.STATE_ENV: str(own)}) is None  # absent: nothing set
+    hk.write_state({"cpus": [3], "avoid": []}, str(own))
+    assert hk.housekeeping_cpus(environ={hk.STATE_ENV: str(own)}) == [3]
+    assert hk.housekeeping_cpus(str(tmp_path / "other.json"), environ={hk.STATE_ENV: str(own)}) is None  # path wins
