@@ -67,7 +67,21 @@ def test_a_real_run_refuses_an_unknown_backend_before_changing_anything(tmp_path
     assert "Build the data-plane programs" not in out
 
 
-TREX_RENDER = """
+def refused(title, step, tasks_from, variables, msg):
+    """A task of TREX_RENDER: include the role's tasks_from with variables, expect it to fail and keep its message in
+    {d}/<msg>.msg (the test reads it)."""
+    lines = ["    - name: %s" % title, "      block:", "        - name: %s" % step,
+             "          ansible.builtin.include_role:", "            name: xdplab.testbed.trex",
+             "            tasks_from: %s" % tasks_from, "          vars:"]
+    lines += ["            %s: %s" % kv for kv in variables.items()]
+    lines += ["      rescue:", "        - name: Keep its message", "          ansible.builtin.copy:",
+              '            content: "{{{{ ansible_failed_result.msg }}}}"', '            dest: "{d}/%s.msg"' % msg,
+              '            mode: "0644"']
+    return "\n".join(lines) + "\n"
+
+
+TREX_RENDER = (
+    """
 - name: Render the lab generator's T-Rex configuration into a temporary directory
   hosts: tg
   gather_facts: false
@@ -88,42 +102,20 @@ TREX_RENDER = """
         content: "{{{{ __trex_packages | to_json }}}}"
         dest: "{d}/packages.json"
         mode: "0644"
-    - name: Preflight with a trex_python that is Python 3.12
-      block:
-        - name: Preflight again
-          ansible.builtin.include_role:
-            name: xdplab.testbed.trex
-            tasks_from: preflight
-          vars:
-            trex_python: {d}/python3.12
-      rescue:
-        - name: Keep its message
-          ansible.builtin.copy:
-            content: "{{{{ ansible_failed_result.msg }}}}"
-            dest: "{d}/python3.12.msg"
-            mode: "0644"
-    - name: What the role adds to trex_packages where the distribution's python3 answers 3.13 (Debian 13)
+"""
+    + refused("Preflight with a trex_python that is Python 3.12", "Preflight again", "preflight",
+              {"trex_python": "{d}/python3.12"}, "python3.12")
+    + """    - name: What the role adds to trex_packages where the distribution's python3 answers 3.13 (Debian 13)
       ansible.builtin.copy:
         content: "{{{{ __trex_packages | to_json }}}}"
         dest: "{d}/packages-3.13.json"
         mode: "0644"
       vars:
         __trex_system_python_version: "3.13"
-    - name: Preflight with a worker CPU beyond T-Rex's thread table
-      block:
-        - name: Preflight again
-          ansible.builtin.include_role:
-            name: xdplab.testbed.trex
-            tasks_from: preflight
-          vars:
-            trex_threads: [2, 3, 4, 5, 6, 120]
-      rescue:
-        - name: Keep its message
-          ansible.builtin.copy:
-            content: "{{{{ ansible_failed_result.msg }}}}"
-            dest: "{d}/cpu120.msg"
-            mode: "0644"
-    - name: The ports' PCI checks on Mellanox ports with --no-ofed-check
+"""
+    + refused("Preflight with a worker CPU beyond T-Rex's thread table", "Preflight again", "preflight",
+              {"trex_threads": "[2, 3, 4, 5, 6, 120]"}, "cpu120")
+    + """    - name: The ports' PCI checks on Mellanox ports with --no-ofed-check
       ansible.builtin.include_role:
         name: xdplab.testbed.trex
         tasks_from: preflight_pci
@@ -131,40 +123,17 @@ TREX_RENDER = """
         trex_check_pci: true
         __trex_pci_sysfs: {d}/pci
         trex_server_args: [--no-ofed-check]
-    - name: The same ports without it (no MLNX_OFED here)
-      block:
-        - name: PCI checks again
-          ansible.builtin.include_role:
-            name: xdplab.testbed.trex
-            tasks_from: preflight_pci
-          vars:
-            trex_check_pci: true
-            __trex_pci_sysfs: {d}/pci
-      rescue:
-        - name: Keep its message
-          ansible.builtin.copy:
-            content: "{{{{ ansible_failed_result.msg }}}}"
-            dest: "{d}/ofed.msg"
-            mode: "0644"
-    - name: The install phase's check on the unpacked release asks trex_python to import what its scripts import
+"""
+    + refused("The same ports without it (no MLNX_OFED here)", "PCI checks again", "preflight_pci",
+              {"trex_check_pci": "true", "__trex_pci_sysfs": "{d}/pci"}, "ofed")
+    + """    - name: The install phase's check on the unpacked release asks trex_python to import what its scripts import
       ansible.builtin.include_role:
         name: xdplab.testbed.trex
         tasks_from: install_check
-    - name: The same with a Python that has no YAML module (no site-packages)
-      block:
-        - name: Install check again
-          ansible.builtin.include_role:
-            name: xdplab.testbed.trex
-            tasks_from: install_check
-          vars:
-            trex_python: {d}/python-nosite
-      rescue:
-        - name: Keep its message
-          ansible.builtin.copy:
-            content: "{{{{ ansible_failed_result.msg }}}}"
-            dest: "{d}/nosite.msg"
-            mode: "0644"
 """
+    + refused("The same with a Python that has no YAML module (no site-packages)", "Install check again", "install_check",
+              {"trex_python": "{d}/python-nosite"}, "nosite")
+)
 
 
 def trex_cfg_problems(cfg, sync_port=4501, async_port=4500):
