@@ -8,6 +8,7 @@ channels are read back unchanged. The roles' success path (converge, idempotence
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -60,10 +61,11 @@ GOOD = {"host_tuning_sysctls": {"net.ipv4.icmp_ratelimit": 0}, "host_tuning_sysc
         "nic_unsupported": "skip", "nic_ports": [{"name": "n0", "channels": {"rx": 2, "tx": 2}}]}
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ({"host_tuning_isolcpus": [0, 64, 99]}, "host_tuning_isolcpus names CPU(s) 64, 99 that do not exist on tu"),
-    ({"host_tuning_governor": "turbo"}, "unknown governor 'turbo' on tu"),
-    ({"host_tuning_sysctls": {"net.ipv4.no_such_key": 1}}, "unknown sysctl(s) net.ipv4.no_such_key on tu"),
+# Each bad input and the message that must name it; {host} is the inventory host that got it.
+REFUSED = [
+    ({"host_tuning_isolcpus": [0, 64, 99]}, "host_tuning_isolcpus names CPU(s) 64, 99 that do not exist on {host}"),
+    ({"host_tuning_governor": "turbo"}, "unknown governor 'turbo' on {host}"),
+    ({"host_tuning_sysctls": {"net.ipv4.no_such_key": 1}}, "unknown sysctl(s) net.ipv4.no_such_key on {host}"),
     ({"nic_ports": [{"name": "n0", "pci": "03:00.0"}]}, "needs name (an interface, at most 15 characters); pci as "
                                                         "domain:bus:device.function like 0000:03:00.0 (got 03:00.0)"),
     ({"nic_ports": [{"name": "n0", "mac": "02:58:44:54:55"}]}, "mac as a unicast MAC like ec:0d:9a:00:00:01 "
@@ -71,17 +73,44 @@ GOOD = {"host_tuning_sysctls": {"net.ipv4.icmp_ratelimit": 0}, "host_tuning_sysc
     ({"nic_ports": [{"name": "n0", "channels": {"rx": 9}}]}, "n0: channels.rx=9 exceeds the maximum 4 (ethtool -l n0)"),
     ({"nic_ports": [{"name": "n0", "channels": {"rx": 2}}, {"name": "n1", "channels": {"tx": 5}}]},
      "n1: channels.tx=5 exceeds the maximum 4"),
-])
-def test_refused_before_any_change(lab, extra, message):
-    before = state(lab)
-    rc, out = play(lab, {**GOOD, **extra})
-    assert rc != 0, out[-3000:]
-    assert message in out, out[-3000:]
-    # host_tuning refuses before its first change; a refused nic run leaves the channels alone
-    if not any(k.startswith("nic_") for k in extra):
-        assert state(lab) == before
-    else:
-        assert state(lab)[1] == before[1]
+]
+
+
+def test_refused_before_any_change(tmp_path, netlab):
+    # One ansible-playbook run over one namespace per bad input (hosts tu0..tu6, each with its own variables):
+    # one start of Ansible instead of seven. Each host must fail with its own message and keep its state.
+    hosts, labs = {}, []
+    for i, (extra, _message) in enumerate(REFUSED):
+        ns = netlab("xd-tu", single=True, pairs=[("n0", "n1")], queues=4, lo=False, up=False).ns
+        labs.append({"ns": ns, "tmp": tmp_path})
+        hosts["tu%d" % i] = {"ansible_host": ns, "ansible_connection": "xdplab.testbed.netns",
+                             "ansible_python_interpreter": sys.executable, **GOOD, **extra}
+    (tmp_path / "hosts.yml").write_text(json.dumps({"all": {"children": {"tu": {"hosts": hosts}}}}))  # group tu
+    (tmp_path / "play.yml").write_text(PLAY)
+    before = [state(lab) for lab in labs]
+    # one JSON result per line, so every line of a host's results carries its [name]
+    res = subprocess.run([PLAYBOOK, "-f", str(len(hosts)), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
+                         cwd=ROOT, env=dict(ENV, ANSIBLE_CALLBACK_RESULT_FORMAT="json"), capture_output=True,
+                         text=True, timeout=300, check=False)  # fmt: skip
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    recap = dict(re.findall(r"^(tu\d+)\s+:\s+(.*)$", out, re.M))
+    wrong = []
+    for i, ((extra, message), lab) in enumerate(zip(REFUSED, labs)):
+        host = "tu%d" % i
+        mine = " ".join(" ".join(line for line in out.splitlines() if "[%s]" % host in line).split())
+        if "failed=0" in recap.get(host, "failed=0"):
+            wrong.append("%s (%s) was not refused: %s" % (host, extra, recap.get(host)))
+        if message.format(host=host) not in mine:
+            wrong.append("%s (%s) lacks %r in: %s" % (host, extra, message.format(host=host), mine[-1500:]))
+        # host_tuning refuses before its first change; a refused nic run leaves the channels alone
+        after = state(lab)
+        if not any(k.startswith("nic_") for k in extra):
+            if after != before[i]:
+                wrong.append("%s changed %s -> %s" % (host, before[i], after))
+        elif after[1] != before[i][1]:
+            wrong.append("%s changed its channels %s -> %s" % (host, before[i][1], after[1]))
+    assert not wrong, "\n".join(wrong)
 
 
 def test_converge_check_mode_and_idempotence(lab):
