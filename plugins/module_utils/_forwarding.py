@@ -139,6 +139,15 @@ def generator_sent(gen_deltas, tx_interface):
     return summed(stats, "tx_queue_{queue}_xdp_xmit") + summed(stats, "tx_queue_{queue}_xdp_xmit_errors")
 
 
+def window_offset(window, dut_window):
+    """Seconds by which the DUT's window opened after the far side's, on CLOCK_REALTIME (None where either window has
+    no realtime_start: the DUT's counters bracketed the far side's task, or T-Rex's runner timed the far side)."""
+    starts = [(w or {}).get("realtime_start") for w in (window, dut_window)]
+    if None in starts:
+        return None
+    return round(starts[1] - starts[0], 6)
+
+
 def forwarding_section(far, dut, seconds, *, return_port, receive_ports, gen_tx_interface, gen_deltas,
                        window, dut_window=None, dut_seconds=None):
     """The record's ``forwarding`` section (all rates per second over ``seconds``, the far side's window).
@@ -167,6 +176,7 @@ def forwarding_section(far, dut, seconds, *, return_port, receive_ports, gen_tx_
         "offered_pps": rate(offered),
         "window": window,
         "dut_window": dut_window,
+        "dut_window_offset_s": window_offset(window, dut_window),
         "return_port": return_port,
         "receive_ports": list(receive_ports),
         "counter": far["counter"],

@@ -72,15 +72,20 @@ class Sampler:
     ``clock`` and ``sleep`` are injectable so that tests need not wait.
     """
 
-    def __init__(self, warmup=0.0, interval=1.0, samples=3, clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, warmup=0.0, interval=1.0, samples=3, clock=time.monotonic, sleep=time.sleep,
+                 start_at=None, realtime=time.time):
         self.warmup, self.interval, self.samples = float(warmup), float(interval), int(samples)
         self.clock, self.sleep = clock, sleep
+        # start_at: the warm-up's start on CLOCK_REALTIME (epoch seconds), shared by measurements taken on several
+        # hosts at once, so their windows open at the same instant (within the hosts' clock offset)
+        self.start_at = None if start_at is None else float(start_at)
+        self.realtime = realtime
         self.validate()
 
     @classmethod
     def from_params(cls, params, **kw):
-        """A Sampler from a module's params (the keys of SAMPLING_ARGUMENT_SPEC)."""
-        return cls(params["warmup"], params["interval"], params["samples"], **kw)
+        """A Sampler from a module's params (the keys of SAMPLING_ARGUMENT_SPEC, and start_at where it has one)."""
+        return cls(params["warmup"], params["interval"], params["samples"], start_at=params.get("start_at"), **kw)
 
     def validate(self):
         if not math.isfinite(self.interval) or self.interval <= 0:
@@ -89,11 +94,22 @@ class Sampler:
             raise SamplingError(f"warmup must be zero or more seconds, got {self.warmup}")
         if self.samples < 1:
             raise SamplingError(f"samples must be at least 1, got {self.samples}")
+        if self.start_at is not None and (not math.isfinite(self.start_at) or self.start_at <= 0):
+            raise SamplingError(f"start_at must be a time on CLOCK_REALTIME (epoch seconds), got {self.start_at}")
 
     @property
     def seconds(self):
         """How long run() takes: warm-up plus the window."""
         return self.warmup + self.interval * self.samples
+
+    def wait_realtime(self):
+        opens = self.start_at + self.warmup
+        late = self.realtime() - opens
+        if late > 0:
+            raise SamplingError(
+                f"started {late:.3f} s after the window's opening (start_at {self.start_at:.3f} + warmup "
+                f"{self.warmup:g} s on CLOCK_REALTIME): give a start_at further ahead, or a longer warmup")
+        self.sleep(-late)
 
     def wait_until(self, deadline):
         delay = deadline - self.clock()
@@ -101,8 +117,14 @@ class Sampler:
             self.sleep(delay)
 
     def run(self, read, before_window=None):
-        """Snapshots on the schedule. before_window(): called once after the warm-up (e.g. an ethtool read)."""
-        if self.warmup > 0:
+        """Snapshots on the schedule. before_window(): called once after the warm-up (e.g. an ethtool read).
+
+        With start_at the window opens at start_at + warmup on CLOCK_REALTIME: a sampler that starts late has a
+        shorter warm-up; one that starts after that instant raises SamplingError (its window could not be the
+        others')."""
+        if self.start_at is not None:
+            self.wait_realtime()
+        elif self.warmup > 0:
             self.sleep(self.warmup)
         if before_window is not None:
             before_window()
@@ -114,8 +136,13 @@ class Sampler:
         return snaps
 
 
-def window_of(t_start, t_end):
-    return {"start": t_start, "end": t_end, "seconds": round(t_end - t_start, 6), "clock": CLOCK}
+def window_of(t_start, t_end, realtime_start=None):
+    """The window on CLOCK_MONOTONIC; realtime_start: its start on CLOCK_REALTIME, where windows of several hosts
+    are compared (rx_counters)."""
+    window = {"start": t_start, "end": t_end, "seconds": round(t_end - t_start, 6), "clock": CLOCK}
+    if realtime_start is not None:
+        window["realtime_start"] = realtime_start
+    return window
 
 
 def samples_from_counts(snaps, count):

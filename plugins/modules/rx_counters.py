@@ -30,6 +30,11 @@ description:
     RV(snapshot) of the same devices) returns what was counted between it and now, without sleeping, so two hosts
     (the generator's receive side and the DUT) can be bracketed around one measuring task. Neither samples like
     every measuring module (O(warmup), then O(samples) intervals).
+  - "O(start_at) gives the warm-up's start on CLOCK_REALTIME: two calls on two hosts with the same O(start_at),
+    O(warmup), O(interval) and O(samples) (one of them in the background, C(async)) take their snapshots at the same
+    instants, within the hosts' clock offset. The forwarding experiments count the DUT's ports so, over the far
+    side's window: bracketing them around the far side's task instead would add the tasks' start-up to the DUT's
+    window, a time in which the rates differ. RV(measurement)'s C(window.realtime_start) is when the window opened."
   - "RV(measurement) is the one measurement shape, C(source) C({kind: driver_counters, at: O(at), counter, devices});
     RV(agreement) compares the count with the receiving interfaces' own C(if_rx_packets) over the same window."
   - "With O(source=trex) (hardware, the generator is T-Rex) the far side is T-Rex's per-port RX counter instead:
@@ -98,6 +103,13 @@ options:
     type: list
     elements: str
     default: []
+  start_at:
+    description:
+      - When the warm-up starts, in seconds since the epoch (CLOCK_REALTIME), so that measurements on several hosts
+        share one window. The module sleeps until then; one that starts later has a shorter warm-up, and one that
+        starts after O(start_at) + O(warmup) fails (give a start further ahead).
+      - Not with O(snapshot_only) or O(since).
+    type: float
   trex_wait:
     description:
       - With O(source=trex), seconds to wait for the runner's next interval record (its first one comes after its
@@ -128,6 +140,20 @@ EXAMPLES = r"""
     since: "{{ far_before.snapshot }}"
   register: far
 
+- name: The DUT's ports over the far side's window (the same start_at and schedule, in the background)
+  xdplab.testbed.rx_counters:
+    devices: [veth-dut0]
+    extra_devices: [veth-dut1]
+    at: dut
+    count: if_rx_packets
+    start_at: "{{ window_opens }}"
+    warmup: 1
+    interval: 1
+    samples: 3
+  async: 60
+  poll: 0
+  register: dut_job
+
 - name: On hardware, T-Rex's RX counter of its second port over 3 s (the runner of trial t1 must be running)
   xdplab.testbed.rx_counters:
     source: trex
@@ -143,7 +169,8 @@ EXAMPLES = r"""
 RETURN = r"""
 snapshot:
   description:
-    - "C({t, devices: {dev: {driver, stats, read, own_spread}}}): C(t) on CLOCK_MONOTONIC, C(stats) ethtool -S plus
+    - "C({t, realtime, devices: {dev: {driver, stats, read, own_spread}}}): C(t) on CLOCK_MONOTONIC (C(realtime) the
+      same instant on CLOCK_REALTIME), C(stats) ethtool -S plus
       C(if_*) (at the driver read's midpoint), C(read) V(ioctl) or V(ethtool) (how the driver's statistics were
       read), C(own_spread) how far each C(if_*) moved during that read."
   returned: always
@@ -173,7 +200,7 @@ agreement:
 
 import os
 import re
-from time import monotonic, sleep
+from time import monotonic, sleep, time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
@@ -194,9 +221,9 @@ class RxCounters:
 
     OWN_SPREAD = forwarding.IF_PREFIX + "rx_packets"
 
-    def __init__(self, module, clock=monotonic, wait=sleep, sysfs="/sys/class/net"):
+    def __init__(self, module, clock=monotonic, wait=sleep, sysfs="/sys/class/net", realtime=time):
         self.module, self.p = module, module.params
-        self.clock, self.sleep, self.sysfs = clock, wait, sysfs
+        self.clock, self.sleep, self.sysfs, self.realtime = clock, wait, sysfs, realtime
         self.devices = list(dict.fromkeys(self.p["devices"]))
         self.extra = [d for d in dict.fromkeys(self.p["extra_devices"]) if d not in self.devices]
         self.result = {"changed": False, "measurement": None, "counted": None, "deltas": None, "agreement": None}
@@ -305,9 +332,9 @@ class RxCounters:
     def snapshot(self):
         if self.trex:
             return self.trex_snapshot()
-        t0 = self.clock()
+        t0, r0 = self.clock(), self.realtime()
         devices = {d: self.read_device(d) for d in self.devices + self.extra}
-        return {"t": (t0 + self.clock()) / 2.0, "devices": devices}
+        return {"t": (t0 + self.clock()) / 2.0, "realtime": (r0 + self.realtime()) / 2.0, "devices": devices}
 
     def check_since(self, since):
         if not isinstance(since, dict) or "t" not in since or not isinstance(since.get("devices"), dict):
@@ -356,7 +383,7 @@ class RxCounters:
                             "pps": n / dt if dt > 0 else 0.0})
         per_rxq = [{"queue": q["queue"], "device": q["device"], "pps": q["packets"] / seconds}
                    for q in total["per_rxq"]]
-        window = measurement.window_of(first["t"], last["t"])
+        window = measurement.window_of(first["t"], last["t"], first.get("realtime"))
         details = {"own_counter": total["own_counter"], "own_packets": total["own_packets"],
                    "agreement_pct": total["agreement_pct"], "counter_names": total["counter"],
                    # how the driver's counters were read, and how far the devices' own rx_packets moved during
@@ -383,6 +410,8 @@ class RxCounters:
         self.validate()
         if self.p["snapshot_only"] and self.p["since"]:
             self.fail("snapshot_only and since exclude each other")
+        if self.p["start_at"] is not None and (self.p["snapshot_only"] or self.p["since"]):
+            self.fail("start_at schedules a sampled window: not with snapshot_only or since")
         if self.p["snapshot_only"]:
             self.result["snapshot"] = self.snapshot()
             return self.result
@@ -394,10 +423,10 @@ class RxCounters:
             self.between([(self.p["since"]["t"], self.p["since"]), (now["t"], now)])
             return self.result
         try:
-            sampler = measurement.Sampler.from_params(self.p, clock=self.clock, sleep=self.sleep)
+            sampler = measurement.Sampler.from_params(self.p, clock=self.clock, sleep=self.sleep, realtime=self.realtime)
+            snaps = sampler.run(self.snapshot)
         except measurement.SamplingError as exc:
             self.fail(str(exc))
-        snaps = sampler.run(self.snapshot)
         self.result["snapshot"] = snaps[-1][1]
         self.between(snaps)
         return self.result
@@ -417,6 +446,7 @@ def argument_spec():
         trex_output=dict(type="path"),
         trex_ports=dict(type="list", elements="str", default=[]),
         trex_wait=dict(type="float", default=10.0),
+        start_at=dict(type="float"),
     )
 
 

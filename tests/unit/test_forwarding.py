@@ -112,6 +112,65 @@ def test_devmap_entries_resolve_interfaces_of_this_host_only():
         xdp_program.resolve_map_entries({"tx_ports": {"a": 1}})
 
 
+def test_the_dut_window_offset_is_its_opening_after_the_far_sides():
+    """Both windows opened from one start_at: the section says how far apart, on CLOCK_REALTIME; without a realtime
+    start (bracketing reads, T-Rex's runner) it does not guess."""
+    before, after = far_snaps()
+    far = fw.counted({"devices": {"veth-tg1": before["devices"]["veth-tg1"]}},
+                     {"devices": {"veth-tg1": after["devices"]["veth-tg1"]}})
+    dut = fw.dut_counts(dut_deltas(), "veth-dut0")
+    kw = {"return_port": "egress", "receive_ports": ["veth-tg1"], "gen_tx_interface": "veth-tg0",
+          "gen_deltas": fw.device_deltas(before, after)}
+    sec = fw.forwarding_section(far, dut, 3.0, window={"start": 10.0, "realtime_start": 1700000000.25},
+                                dut_window={"start": 7.0, "realtime_start": 1700000000.2512}, dut_seconds=3.0, **kw)
+    assert sec["dut_window_offset_s"] == pytest.approx(0.0012)
+    sec = fw.forwarding_section(far, dut, 3.0, window={"start": 10.0}, dut_window={"start": 7.0}, **kw)
+    assert sec["dut_window_offset_s"] is None
+
+
+def test_rx_counters_on_two_hosts_share_one_window(tmp_path):
+    """rx_counters with start_at opens its window at start_at + warmup on CLOCK_REALTIME and says when; it refuses
+    start_at with a bracketing read, which has no schedule."""
+    from ansible_collections.xdplab.testbed.plugins.modules import rx_counters
+
+    stats = tmp_path / "veth-dut0" / "statistics"
+    stats.mkdir(parents=True)
+    for name in fw.IF_STATS:
+        (stats / name).write_text("0\n")
+
+    class Clock:
+        now = 2000.0
+
+        def __call__(self):
+            return self.now
+
+        def sleep(self, seconds):
+            self.now += seconds
+            (stats / "rx_packets").write_text("%d\n" % int((self.now - 2000.0) * 1000))
+
+    class Module:
+        def __init__(self, **params):
+            self.params = {k: v.get("default") for k, v in rx_counters.argument_spec().items()}
+            self.params.update(devices=["veth-dut0"], count="if_rx_packets", at="dut", **params)
+
+        def run_command(self, argv, **kwargs):
+            return 0, "driver: veth\n", ""
+
+        def fail_json(self, msg, **kwargs):
+            raise AssertionError(msg)
+
+    clock = Clock()
+    counters = rx_counters.RxCounters(Module(start_at=2002.0, warmup=1.0, interval=0.5, samples=2), clock=clock,
+                                      wait=clock.sleep, sysfs=str(tmp_path), realtime=clock)
+    counters.readers["veth-dut0"] = type("Reader", (), {"read": lambda self: {}})()
+    got = counters.run()["measurement"]
+    assert got["window"]["realtime_start"] == 2003.0 and got["window"]["start"] == 2003.0
+    assert got["window"]["seconds"] == 1.0 and got["packets"] == 1000
+    with pytest.raises(AssertionError, match="start_at schedules a sampled window"):
+        rx_counters.RxCounters(Module(start_at=2002.0, snapshot_only=True), clock=clock, wait=clock.sleep,
+                               sysfs=str(tmp_path), realtime=clock).run()
+
+
 def test_rx_counters_reads_the_interface_counters_around_ethtool(tmp_path):
     """The interface's own rx_packets is read just before and just after `ethtool -S` and taken at the midpoint, so
     a slow ethtool process (under load) does not show up as a disagreement between the two counts."""

@@ -41,7 +41,29 @@ def test_sampler_before_window_runs_after_the_warmup(fake_clock):
     assert order == [("before", 1001.0), ("read", 1001.0), ("read", 1001.5)]
 
 
-@pytest.mark.parametrize("kw,word", [({"interval": 0}, "interval"), ({"warmup": -1}, "warmup"), ({"samples": 0}, "samples")])
+def test_samplers_given_one_start_open_their_windows_at_the_same_instant(fake_clock):
+    """Two hosts' samplers (the far side, the DUT) started at different times with one start_at on CLOCK_REALTIME
+    take their first snapshot at start_at + warmup: the later one warms up for less."""
+    firsts = []
+    for started in (500.0, 502.5):
+        clock = fake_clock.__class__(start=started)  # each run has its own CLOCK_REALTIME reading, same epoch
+        snaps = _measurement.Sampler(warmup=1.0, interval=1.0, samples=2, clock=clock, sleep=clock.sleep,
+                                     start_at=503.0, realtime=clock).run(lambda c=clock: c.now)
+        firsts.append([t for t, _s in snaps])
+    assert firsts == [[504.0, 505.0, 506.0], [504.0, 505.0, 506.0]]
+
+
+def test_a_sampler_that_starts_after_the_window_opened_says_so(fake_clock):
+    fake_clock.now = 504.5
+    sampler = _measurement.Sampler(warmup=1.0, interval=1.0, samples=2, clock=fake_clock, sleep=fake_clock.sleep,
+                                   start_at=503.0, realtime=fake_clock)
+    with pytest.raises(_measurement.SamplingError, match=r"started 0.500 s after the window's opening.*further ahead"):
+        sampler.run(lambda: 0)
+    assert fake_clock.sleeps == []
+
+
+@pytest.mark.parametrize("kw,word", [({"interval": 0}, "interval"), ({"warmup": -1}, "warmup"), ({"samples": 0}, "samples"),
+                                     ({"start_at": float("nan")}, "start_at")])
 def test_sampler_names_the_bad_option(kw, word):
     with pytest.raises(_measurement.SamplingError, match=word):
         _measurement.Sampler(**kw)

@@ -241,7 +241,7 @@ def test_one_measure_task_counts_with_trex_on_the_lab_and_the_drop_counter_on_th
         variables = dict(tg, __experiment_gen=gen, __experiment_fwd_rx_port=tg["xdplab_generator_rx_interface"],
                          xdplab_generator_run_dir="/run/xdplab/generator", inventory_hostname="dut",
                          __experiment_planned={"trial_id": "t1"}, experiment_warmup=1, experiment_interval=1,
-                         experiment_samples=3, omit="__omit__")
+                         experiment_samples=3, omit="__omit__", __experiment_fwd_start_at=1764633600.0)
         rendered[inventory] = Templar(loader=DataLoader(), variables=trusted(variables)).template(trusted(args))
     lab, vlab = rendered["lab"], rendered["vlab"]
     assert lab["source"] == "trex" and lab["devices"] == ["0000:03:00.1"] and lab["extra_devices"] == ["0000:03:00.0"]
@@ -251,6 +251,8 @@ def test_one_measure_task_counts_with_trex_on_the_lab_and_the_drop_counter_on_th
     assert [trex.port_number(d, lab["trex_ports"]) for d in lab["devices"] + lab["extra_devices"]] == [1, 0]
     assert vlab["source"] == "driver_counters" and vlab["devices"] == ["veth-tg1"]
     assert vlab["trex_output"] == "__omit__" and vlab["trex_ports"] == "__omit__"
+    # both sample from the window's one start, as the DUT's task beside them does
+    assert float(lab["start_at"]) == float(vlab["start_at"]) == 1764633600.0
 
 
 def test_the_forward_setup_asks_trex_for_the_receive_port_and_attaches_no_xdp_there():
