@@ -1,7 +1,8 @@
 """Bad input to the forwarding experiment (issue 9) gets a clear error before anything on the system changes:
 an egress port that is the ingress port (XDP_REDIRECT, Linux and DPDK `mac` forwarding), testpmd `mac` on a PCI port
 without the egress port's PCI address, a redirect to a port of another host (the generator's), a ring size the
-driver refuses (veth has no rings; mlx5 takes 64 to 8192 descriptors), a queue-count axis (seeds/004; not built)."""
+driver refuses (veth has no rings; mlx5 takes 64 to 8192 descriptors), a queue-count axis apart from the cores
+(seeds/004's rings are the cores axis)."""
 
 import json
 import os
@@ -34,7 +35,8 @@ MLX5 = {"xdplab_dut_ports": [{"name": "veth-dut0", "driver": "mlx5_core"}]}
          "the systems dpdk_mac run testpmd `mac` from the ingress port (xdplab_dpdk_port 0000:03:00.0) to the egress "
          "port, but xdplab_dpdk_egress_port is ''"),
         ({"paper_forward_queues": [1, 4]},
-         "paper_forward_queues [1, 4] (seeds/004's several TX rings per core) is not an axis of this experiment"),
+         "paper_forward_queues [1, 4] is not an axis of this experiment. seeds/004's 1 ring and 24 rings are mlx5 "
+         "channels, one per core"),
     ],
     ids=["egress-is-ingress", "egress-on-generator", "veth-rings", "mlx5-ring-limit", "dpdk-egress-is-ingress",
          "dpdk-pci-no-egress", "queue-axis"],
