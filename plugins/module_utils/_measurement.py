@@ -108,7 +108,8 @@ class Sampler:
         if late > 0:
             raise SamplingError(
                 f"started {late:.3f} s after the window's opening (start_at {self.start_at:.3f} + warmup "
-                f"{self.warmup:g} s on CLOCK_REALTIME): give a start_at further ahead, or a longer warmup")
+                f"{self.warmup:g} s on CLOCK_REALTIME): give a start_at further ahead, or a longer warmup (role "
+                f"xdplab.testbed.experiment: experiment_window_lead, experiment_warmup)")
         self.sleep(-late)
 
     def wait_until(self, deadline):

@@ -195,3 +195,32 @@ def bpf_build():
         return BPF_BUILD
 
     return built
+
+
+@pytest.fixture
+def lab_playbook(tmp_path):
+    """Runs an experiment playbook on the virtual lab (inventories/vlab, the fixed xdplab-tg / xdplab-dut: under the
+    lab lock) and returns its records: lab_playbook("paper_forward", {vars}, installed=[paths under the prefix]).
+    Phases the other lab tests installed are skipped (controller, tuning, DUT software, the report; the programs
+    too when every file of ``installed`` is in /usr/local/lib/xdplab); results go to tmp_path. Skips without the
+    repository's .venv; fails with the run's last output when it fails."""
+    playbook = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
+    if not os.path.exists(playbook):
+        pytest.skip("needs the repository's .venv (make venv)")
+
+    def run(name, extra, installed=()):
+        built = all(os.path.exists(os.path.join("/usr/local/lib/xdplab", p)) for p in installed)
+        skip = "controller,tuning,dut_software,experiment_report" + (",bpf_programs" if built else "")
+        res = subprocess.run(
+            [playbook, "-i", os.path.join(ROOT, "inventories", "vlab"), os.path.join(ROOT, "playbooks", name + ".yml"),
+             "-e", json.dumps(extra), "-e", "experiment_results_dir=%s" % tmp_path, "--skip-tags", skip],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        out = res.stdout + res.stderr
+        # the first failure (the teardown's output follows it), then the end
+        first = min((i for i in (out.find("fatal: "), out.find("[ERROR]")) if i >= 0), default=len(out))
+        assert res.returncode == 0, out[max(0, first - 1500):first + 2500] + "\n...\n" + out[-1500:]
+        with open(os.path.join(tmp_path, name, "dut", "trials.jsonl")) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    return run

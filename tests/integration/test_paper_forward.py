@@ -9,15 +9,11 @@ installed (skipped here unless missing); no report. The namespaces are the vlab'
 run under the lab lock. Root.
 """
 
-import json
 import os
 import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ANSIBLE_PLAYBOOK = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
-PREFIX = "/usr/local/lib/xdplab"
 TINY = {
     "paper_forward_systems": ["xdp_redirect", "dpdk_mac"], "paper_forward_repetitions": 1,
     "experiment_samples": 2,
@@ -28,23 +24,9 @@ TINY = {
 
 
 @pytest.mark.root
-def test_paper_forward_redirect_counted_where_frames_return(tmp_path):
-    if not os.path.exists(ANSIBLE_PLAYBOOK):
-        pytest.skip("needs the repository's .venv (make venv)")
-    built = all(
-        os.path.exists(os.path.join(PREFIX, p))
-        for p in ("bin/xdplab-trafficgen", "bin/xdplab-xsk-bench", "lib/bpf/xdp_bench.bpf.o", "lib/bpf/xdp_forward.bpf.o")
-    )
-    skip = "controller,tuning,dut_software,experiment_report" + (",bpf_programs" if built else "")
-    res = subprocess.run(
-        [ANSIBLE_PLAYBOOK, "-i", os.path.join(ROOT, "inventories", "vlab"), os.path.join(ROOT, "playbooks", "paper_forward.yml"),
-         "-e", json.dumps(TINY), "-e", "experiment_results_dir=%s" % tmp_path, "--skip-tags", skip],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out[-4000:]
-    with open(os.path.join(tmp_path, "paper_forward", "dut", "trials.jsonl")) as f:
-        records = [json.loads(line) for line in f if line.strip()]
+def test_paper_forward_redirect_counted_where_frames_return(lab_playbook):
+    records = lab_playbook("paper_forward", TINY, installed=(
+        "bin/xdplab-trafficgen", "bin/xdplab-xsk-bench", "lib/bpf/xdp_bench.bpf.o", "lib/bpf/xdp_forward.bpf.o"))
     by_system = {r["point"]["system"]: r for r in records}
     assert sorted(by_system) == sorted(TINY["paper_forward_systems"]), records
     assert [r["status"] for r in records] == ["ok"] * len(records), [r.get("failure") for r in records]

@@ -7,15 +7,11 @@ and packages are what the other lab tests installed (skipped here unless missing
 the vlab's fixed xdplab-tg / xdplab-dut: run under the lab lock. Root.
 """
 
-import json
 import os
 import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ANSIBLE_PLAYBOOK = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
-PREFIX = "/usr/local/lib/xdplab"
 TINY = {
     "paper_latency_systems": ["dpdk_macswap"], "paper_latency_loads_mpps": [0.0001], "paper_latency_seconds": 3,
     "experiment_warmup": 1, "experiment_drift_check": False, "xdplab_testbed_dpdk": False,
@@ -24,25 +20,11 @@ TINY = {
 
 
 @pytest.mark.root
-def test_paper_latency_dpdk_macswap_forwards_through_the_whole_run(tmp_path):
-    if not os.path.exists(ANSIBLE_PLAYBOOK):
-        pytest.skip("needs the repository's .venv (make venv)")
+def test_paper_latency_dpdk_macswap_forwards_through_the_whole_run(lab_playbook):
     if subprocess.run(["sh", "-c", "command -v dpdk-testpmd"], capture_output=True, check=False).returncode:
         pytest.skip("needs dpdk-testpmd (role xdplab.testbed.dpdk, or apt-get install dpdk)")
-    built = all(
-        os.path.exists(os.path.join(PREFIX, p))
-        for p in ("bin/xdplab-trafficgen", "lib/bpf/xdp_latency_sink.bpf.o", "lib/bpf/xdp_bare_drop.bpf.o")
-    )
-    skip = "controller,tuning,dut_software,experiment_report" + (",bpf_programs" if built else "")
-    res = subprocess.run(
-        [ANSIBLE_PLAYBOOK, "-i", os.path.join(ROOT, "inventories", "vlab"), os.path.join(ROOT, "playbooks", "paper_latency.yml"),
-         "-e", json.dumps(TINY), "-e", "experiment_results_dir=%s" % tmp_path, "--skip-tags", skip],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out[-4000:]
-    with open(os.path.join(tmp_path, "paper_latency", "dut", "trials.jsonl")) as f:
-        records = [json.loads(line) for line in f if line.strip()]
+    records = lab_playbook("paper_latency", TINY, installed=(
+        "bin/xdplab-trafficgen", "lib/bpf/xdp_latency_sink.bpf.o", "lib/bpf/xdp_bare_drop.bpf.o"))
     assert [r["status"] for r in records] == ["ok"], [r.get("failure") for r in records]
     rec = records[0]
     assert rec["point"]["system"] == "dpdk_macswap"
