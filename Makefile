@@ -129,7 +129,7 @@ molecule: system-deps
 	$(VENV)/bin/molecule test --all
 
 test: lint sanity system-deps
-	$(VENV)/bin/pytest -q --durations=25 tests
+	$(VENV)/bin/pytest -q --durations=80 tests
 	$(VENV)/bin/molecule test --all
 
 bench: system-deps
