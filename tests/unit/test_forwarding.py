@@ -78,6 +78,20 @@ def test_where_the_rest_was_lost():
     assert total == pytest.approx(sec["offered_pps"])
 
 
+def test_xdp_tx_sent_back_is_counted_once():
+    """The DUT's counters of a real XDP_TX trial (kernel 6.18.44, make paper-forward at 2026-12-02 00:59 UTC, 5 s):
+    veth-dut0's own tx_packets / tx_dropped already hold XDP_TX's frames and errors (128 and 1,472 apart: the two
+    reads are not the same instant); summing them accounted for 195 % of what the generator offered."""
+    deltas = {"veth-dut0": {"if_rx_dropped": 427552, "if_rx_packets": 8428960, "if_tx_dropped": 4035392,
+                            "if_tx_packets": 4393568, "rx_queue_0_xdp_packets": 8430560, "rx_queue_0_xdp_tx": 4393696,
+                            "rx_queue_0_xdp_tx_errors": 4036864},
+              "veth-dut1": {}}
+    dut = fw.dut_counts(deltas, "veth-dut0")
+    assert dut["sent"] == 4393696 and dut["refused_by_peer"] == 4036864
+    # nothing dropped in the DUT: all it received went back or was refused by the generator's ring
+    assert dut["received"] - dut["sent"] - dut["refused_by_peer"] == pytest.approx(0, abs=0.001 * dut["received"])
+
+
 def test_xdp_tx_counts_its_own_send_back():
     deltas = {"veth-dut0": {"if_rx_packets": 1000, "rx_queue_0_xdp_tx": 900, "rx_queue_0_xdp_tx_errors": 60,
                             "if_tx_packets": 0}}
