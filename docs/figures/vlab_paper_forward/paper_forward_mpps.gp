@@ -14,7 +14,7 @@ set pointsize 1.6
 set key vertical Left reverse samplen 3 spacing 1.3 width -1
 set logscale y
 set format y '%g'
-set yrange [0.115823:91.2142]
+set yrange [0.196807:91.2142]
 set ytics (0.2, 0.5, 1, 2, 5, 10, 20, 50)
 set mytics 10
 set xtics 1 format '%g'
