@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import time
 
-try:
-    from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
-except ImportError as _exc:  # pragma: no cover - in requirements.txt
-    MLRSEARCH_IMPORT_ERROR = str(_exc)
-    AbstractMeasurer = object
-else:
-    MLRSEARCH_IMPORT_ERROR = None
+# MLRsearch is imported when a search needs it (mlrsearch()), not with this file: it takes ~0.4 s to import, and
+# every Ansible task that templates any of this collection's filters imports every filter file (ndr_pdr's among
+# them, which imports this) afresh in its forked worker: 0.4 s per such task, about a third of a trial's tasks.
+_MLRSEARCH = None
 
 # CSIT's defaults (MLRsearch SearchGoal): NDR loss 0, PDR loss 0.5 %
 DEFAULT_GOALS = (
@@ -56,12 +53,23 @@ class _NeedTrial(Exception):
         self.duration, self.load = duration, load
 
 
+def mlrsearch():
+    """The MLRsearch package (imported once, on first use); SearchInputError naming the fix when it is missing."""
+    global _MLRSEARCH
+    if _MLRSEARCH is None:
+        try:
+            import MLRsearch
+        except ImportError as exc:  # pragma: no cover - in requirements.txt
+            raise SearchInputError(
+                "MLRsearch is not installed on the controller (%s): pip install -r requirements.txt" % exc
+            ) from None
+        _MLRSEARCH = MLRsearch
+    return _MLRSEARCH
+
+
 def check_goals(goals):
     """The goals with CSIT's defaults filled in; raises SearchInputError on a value MLRsearch refuses."""
-    if MLRSEARCH_IMPORT_ERROR:
-        raise SearchInputError(
-            "MLRsearch is not installed on the controller (%s): pip install -r requirements.txt" % MLRSEARCH_IMPORT_ERROR
-        )
+    SearchGoal = mlrsearch().SearchGoal
     out = []
     for i, goal in enumerate(goals or DEFAULT_GOALS):
         full = dict(GOAL_DEFAULTS, **goal)
@@ -77,8 +85,11 @@ def check_goals(goals):
     return out
 
 
-class ReplayMeasurer(AbstractMeasurer):
-    """Answers MLRsearch from recorded trials in order; raises _NeedTrial at the first one missing."""
+class ReplayMeasurer:
+    """Answers MLRsearch from recorded trials in order; raises _NeedTrial at the first one missing.
+
+    MLRsearch's AbstractMeasurer only declares measure(); MultipleLossRatioSearch calls it and checks no type, so this
+    need not subclass it (which would import MLRsearch with this file)."""
 
     def __init__(self, trials):
         self.trials = list(trials)
@@ -98,7 +109,7 @@ class ReplayMeasurer(AbstractMeasurer):
                 % (self.used + 1, t["load"], t["duration"], intended_load, intended_duration)
             )
         self.used += 1
-        return MeasurementResult(
+        return mlrsearch().MeasurementResult(
             intended_duration=intended_duration,
             intended_load=intended_load,
             offered_count=t["offered"],
@@ -178,14 +189,15 @@ def search_trials(records, search, base_point):
 def next_step(trials, goals, min_load, max_load, warmup_duration=None, search_duration_max=1e9):
     """Replay the search over its trials: ({done: False, step, duration, load}) or the final result."""
     goals = check_goals(goals)
-    config = Config()
-    config.goals = [SearchGoal(**{k: v for k, v in g.items() if k != "name"}) for g in goals]
+    mlr = mlrsearch()
+    config = mlr.Config()
+    config.goals = [mlr.SearchGoal(**{k: v for k, v in g.items() if k != "name"}) for g in goals]
     config.min_load = float(min_load)
     config.max_load = float(max_load)
     config.search_duration_max = float(search_duration_max)
     config.warmup_duration = warmup_duration
     measurer = ReplayMeasurer(trials)
-    search = MultipleLossRatioSearch(config=config)
+    search = mlr.MultipleLossRatioSearch(config=config)
     t0 = time.monotonic()
     try:
         results = search.search(measurer=measurer, debug=lambda _msg: None)
