@@ -29,3 +29,19 @@ options:
     type: int
     default: 3
 """
+
+    # the CPU snapshots at the window's edges (module_utils/_measurement.py: CPU_WINDOW_ARGUMENT_SPEC)
+    CPU_WINDOW = r"""
+options:
+  cpu_window_cpus:
+    description:
+      - "CPUs of which M(xdplab.testbed.cpu_usage) snapshots (C(/proc/stat) and the threads that may run there) are taken
+        at the window's edges, just before its first counter read and just after its last, returned as
+        RV(cpu_window). Pass its C(start) as cpu_usage's O(xdplab.testbed.cpu_usage#module:since) and its C(end) as
+        O(xdplab.testbed.cpu_usage#module:until): the CPU figures then cover exactly the window whose packets were
+        counted, and no cpu_usage call is needed before this task."
+      - Empty, no snapshot is taken and RV(cpu_window) is not returned.
+    type: list
+    elements: int
+    default: []
+"""

@@ -58,6 +58,9 @@ SAMPLING_ARGUMENT_SPEC = {
     "interval": {"type": "float", "default": 1.0},
     "samples": {"type": "int", "default": 3},
 }
+# the CPU snapshots at the window's edges, for the modules that sample with Sampler and run no process of their own
+# (doc fragment xdplab.testbed.sampling.cpu_window; testpmd brackets its own window: RV(cpu_window) there)
+CPU_WINDOW_ARGUMENT_SPEC = {"cpu_window_cpus": {"type": "list", "elements": "int", "default": []}}
 
 
 class SamplingError(ValueError):
@@ -73,9 +76,15 @@ class Sampler:
     """
 
     def __init__(self, warmup=0.0, interval=1.0, samples=3, clock=time.monotonic, sleep=time.sleep,
-                 start_at=None, realtime=time.time):
+                 start_at=None, realtime=time.time, cpu_window_cpus=(), cpu_snapshot=None):
         self.warmup, self.interval, self.samples = float(warmup), float(interval), int(samples)
         self.clock, self.sleep = clock, sleep
+        # cpu_window_cpus: cpu_usage snapshots of these CPUs at the window's edges (just before its first read, just
+        # after its last), so the CPU figures cover the very window that was counted, with no module call around it.
+        # cpu_snapshot(cpus) takes one (default: _cpustat.window_snapshot); the pair is in cpu_window after run().
+        self.cpu_window_cpus = [int(c) for c in cpu_window_cpus or ()]
+        self.cpu_snapshot = cpu_snapshot
+        self.cpu_window = None
         # start_at: the warm-up's start on CLOCK_REALTIME (epoch seconds), shared by measurements taken on several
         # hosts at once, so their windows open at the same instant (within the hosts' clock offset)
         self.start_at = None if start_at is None else float(start_at)
@@ -85,7 +94,8 @@ class Sampler:
     @classmethod
     def from_params(cls, params, **kw):
         """A Sampler from a module's params (the keys of SAMPLING_ARGUMENT_SPEC, and start_at where it has one)."""
-        return cls(params["warmup"], params["interval"], params["samples"], start_at=params.get("start_at"), **kw)
+        return cls(params["warmup"], params["interval"], params["samples"], start_at=params.get("start_at"),
+                   cpu_window_cpus=params.get("cpu_window_cpus") or (), **kw)
 
     def validate(self):
         if not math.isfinite(self.interval) or self.interval <= 0:
@@ -129,12 +139,26 @@ class Sampler:
             self.sleep(self.warmup)
         if before_window is not None:
             before_window()
+        cpu_start = self.take_cpu_snapshot()
         snaps = [(self.clock(), read())]
         start = snaps[0][0]
         for i in range(1, self.samples + 1):
             self.wait_until(start + i * self.interval)
             snaps.append((self.clock(), read()))
+        if cpu_start is not None:
+            self.cpu_window = {"cpus": self.cpu_window_cpus, "start": cpu_start, "end": self.take_cpu_snapshot()}
         return snaps
+
+    def take_cpu_snapshot(self):
+        """A cpu_usage snapshot of cpu_window_cpus now (None without them)."""
+        if not self.cpu_window_cpus:
+            return None
+        take = self.cpu_snapshot
+        if take is None:
+            from ansible_collections.xdplab.testbed.plugins.module_utils import _cpustat
+
+            take = _cpustat.window_snapshot
+        return take(self.cpu_window_cpus)
 
 
 def window_of(t_start, t_end, realtime_start=None):

@@ -27,6 +27,7 @@ description:
 extends_documentation_fragment:
   - xdplab.testbed.attributes.read_only
   - xdplab.testbed.sampling
+  - xdplab.testbed.sampling.cpu_window
   - xdplab.testbed.measurement
 options:
   devices:
@@ -103,6 +104,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+cpu_window:
+  description:
+    - "With O(cpu_window_cpus): two M(xdplab.testbed.cpu_usage) snapshots of those CPUs (C(cpus)), C(start) taken just
+      before the window's first counter read and C(end) just after its last. Pass them as cpu_usage's
+      O(xdplab.testbed.cpu_usage#module:since) and O(xdplab.testbed.cpu_usage#module:until)."
+  returned: when O(cpu_window_cpus) is not empty
+  type: dict
+  sample: {cpus: [1], start: {version: 1, time: 6940.51}, end: {version: 1, time: 6942.52}}
 measurement:
   description:
     - The one measurement shape (doc fragment xdplab.testbed.measurement, in the notes; docs/ARCHITECTURE.md), of
@@ -301,6 +310,9 @@ class EthtoolStats:
             self.fail(f"{self.p['ethtool']} not found on the target: install the Debian package ethtool")
         opts = {"changed_only": self.p["changed_only"], "include": self.p["include"], "exclude": self.p["exclude"]}
         rounds = [r for _t, r in self.sampler.run(self.read_all)]
+        if self.sampler.cpu_window is not None:
+            self.result["cpu_window"] = self.sampler.cpu_window
+
         samples = []
         for prev, cur in zip(rounds, rounds[1:]):
             rates, seconds = ethtool.device_rates(
@@ -333,6 +345,7 @@ class EthtoolStats:
 def argument_spec():
     return dict(
         measurement.SAMPLING_ARGUMENT_SPEC,
+        **measurement.CPU_WINDOW_ARGUMENT_SPEC,
         devices=dict(type="list", elements="str", required=True),
         samples=dict(type="int", default=1),
         pps_counter=dict(type="str"),

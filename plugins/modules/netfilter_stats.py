@@ -28,6 +28,7 @@ description:
 extends_documentation_fragment:
   - xdplab.testbed.attributes.read_only
   - xdplab.testbed.sampling
+  - xdplab.testbed.sampling.cpu_window
   - xdplab.testbed.measurement
 options:
   backend:
@@ -78,6 +79,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+cpu_window:
+  description:
+    - "With O(cpu_window_cpus): two M(xdplab.testbed.cpu_usage) snapshots of those CPUs (C(cpus)), C(start) taken just
+      before the window's first counter read and C(end) just after its last. Pass them as cpu_usage's
+      O(xdplab.testbed.cpu_usage#module:since) and O(xdplab.testbed.cpu_usage#module:until)."
+  returned: when O(cpu_window_cpus) is not empty
+  type: dict
+  sample: {cpus: [1], start: {version: 1, time: 6940.51}, end: {version: 1, time: 6942.52}}
 measurement:
   description:
     - The one measurement shape (doc fragment xdplab.testbed.measurement, in the notes; docs/ARCHITECTURE.md).
@@ -284,6 +293,8 @@ class NetfilterStats:
         eth0 = before.get("eth")
         if eth0 and eth1:
             self.result["per_rxq"] = per_rxq_rates(eth0[1], eth1[1], eth1[0] - eth0[0])
+        if self.sampler.cpu_window is not None:
+            self.result["cpu_window"] = self.sampler.cpu_window
         source = {"kind": "netfilter_rule", "at": measurement.AT_DUT, "backend": self.p["backend"], "mode": mode,
                   "table": self.p["table"], "interface": interface}
         self.result["measurement"] = measurement.measurement(
@@ -298,6 +309,7 @@ class NetfilterStats:
 def argument_spec():
     return dict(
         measurement.SAMPLING_ARGUMENT_SPEC,
+        **measurement.CPU_WINDOW_ARGUMENT_SPEC,
         backend={"type": "str", "choices": list(netfilter.BACKENDS), "default": "nftables"},
         mode={"type": "str", "choices": list(netfilter.MODES)},
         table={"type": "str", "default": "xdplab"},

@@ -49,6 +49,7 @@ description:
 extends_documentation_fragment:
   - xdplab.testbed.attributes.read_only
   - xdplab.testbed.sampling
+  - xdplab.testbed.sampling.cpu_window
   - xdplab.testbed.measurement
 options:
   devices:
@@ -167,6 +168,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+cpu_window:
+  description:
+    - "With O(cpu_window_cpus): two M(xdplab.testbed.cpu_usage) snapshots of those CPUs (C(cpus)), C(start) taken just
+      before the window's first counter read and C(end) just after its last. Pass them as cpu_usage's
+      O(xdplab.testbed.cpu_usage#module:since) and O(xdplab.testbed.cpu_usage#module:until)."
+  returned: when O(cpu_window_cpus) is not empty
+  type: dict
+  sample: {cpus: [1], start: {version: 1, time: 6940.51}, end: {version: 1, time: 6942.52}}
 snapshot:
   description:
     - "C({t, realtime, devices: {dev: {driver, stats, read, own_spread}}}): C(t) on CLOCK_MONOTONIC (C(realtime) the
@@ -428,6 +437,8 @@ class RxCounters:
         except measurement.SamplingError as exc:
             self.fail(str(exc))
         self.result["snapshot"] = snaps[-1][1]
+        if sampler.cpu_window is not None:
+            self.result["cpu_window"] = sampler.cpu_window
         self.between(snaps)
         return self.result
 
@@ -435,6 +446,7 @@ class RxCounters:
 def argument_spec():
     return dict(
         measurement.SAMPLING_ARGUMENT_SPEC,
+        **measurement.CPU_WINDOW_ARGUMENT_SPEC,
         devices=dict(type="list", elements="str", required=True),
         extra_devices=dict(type="list", elements="str", default=[]),
         count=dict(type="str", default="xdp_drop"),

@@ -117,6 +117,15 @@ options:
     description: Seconds to wait after SIGINT before SIGKILL.
     type: float
     default: 10
+  remove:
+    description:
+      - With O(state=stopped), remove the run's files once its summary is read, as V(absent) does (RV(removed)),
+        so that a trial's C(always:) step has nothing left to do and can be skipped; a later V(stopped) of that run
+        then finds nothing to stop.
+      - A run that died (the stop fails) or whose stop is only checked (check mode) keeps its files, for V(absent)
+        to remove.
+    type: bool
+    default: false
 notes:
   - Check mode reports whether a generator would be started or stopped and changes nothing.
   - On veth the DUT side needs an XDP program or GRO enabled, or the frames are refused (counted in RV(summary.egress)).
@@ -162,8 +171,10 @@ command:
   type: list
   elements: str
 removed:
-  description: Files of the run that O(state=absent) removed (or would remove in check mode).
-  returned: when O(state=absent) removed files
+  description:
+    - Files of the run that O(state=absent), or O(state=stopped) with O(remove=true), removed (or would remove in
+      check mode).
+  returned: when O(state=absent) or O(remove=true) removed files
   type: list
   elements: str
 process:
@@ -376,6 +387,17 @@ class TrafficGenerator:
         run.update_state(stop_reported=True, summary=summary, process=process, error=error)
         if error:
             raise GeneratorError(error, process=process)
+        if self.p["remove"]:
+            self.remove_files()
+
+    def remove_files(self):
+        run = self.run_files
+        leftovers = run.files()
+        if leftovers:
+            self.result["changed"] = True
+            self.result["removed"] = leftovers
+            if not self.module.check_mode:
+                run.remove()
 
     def ensure_absent(self):
         run = self.run_files
@@ -384,12 +406,7 @@ class TrafficGenerator:
             self.result["changed"] = True
             if not self.module.check_mode:
                 run.stop(self.p["stop_timeout"])
-        leftovers = run.files()
-        if leftovers:
-            self.result["changed"] = True
-            self.result["removed"] = leftovers
-            if not self.module.check_mode:
-                run.remove()
+        self.remove_files()
 
     def run(self):
         {"started": self.ensure_started, "stopped": self.ensure_stopped, "absent": self.ensure_absent}[self.p["state"]]()
@@ -420,6 +437,7 @@ def main():
             binary=dict(type="path"),
             wait=dict(type="bool", default=False),
             stop_timeout=dict(type="float", default=10.0),
+            remove=dict(type="bool", default=False),
         ),
         required_if=[("state", "started", ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip"))],
         supports_check_mode=True,

@@ -32,6 +32,7 @@ description:
 extends_documentation_fragment:
   - xdplab.testbed.attributes.read_only
   - xdplab.testbed.sampling
+  - xdplab.testbed.sampling.cpu_window
   - xdplab.testbed.measurement
 options:
   interface:
@@ -102,6 +103,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+cpu_window:
+  description:
+    - "With O(cpu_window_cpus): two M(xdplab.testbed.cpu_usage) snapshots of those CPUs (C(cpus)), C(start) taken just
+      before the window's first counter read and C(end) just after its last. Pass them as cpu_usage's
+      O(xdplab.testbed.cpu_usage#module:since) and O(xdplab.testbed.cpu_usage#module:until)."
+  returned: when O(cpu_window_cpus) is not empty
+  type: dict
+  sample: {cpus: [1], start: {version: 1, time: 6940.51}, end: {version: 1, time: 6942.52}}
 measurement:
   description:
     - The one measurement shape (doc fragment xdplab.testbed.measurement, in the notes; docs/ARCHITECTURE.md).
@@ -409,6 +418,8 @@ class XdpStats:
         self.result.update(summary)
         window = measurement.window_of(snaps[0][0], snaps[-1][0])
         self.result["window"] = {"start": window["start"], "end": window["end"]}
+        if self.sampler.cpu_window is not None:
+            self.result["cpu_window"] = self.sampler.cpu_window
         self.result["ethtool"] = {}
         if len(eth) >= 2:
             self.result["ethtool"] = ethtool.counter_rates(eth[0][1], eth[-1][1], eth[-1][0] - eth[0][0])
@@ -430,6 +441,7 @@ class XdpStats:
 def argument_spec():
     return dict(
         measurement.SAMPLING_ARGUMENT_SPEC,
+        **measurement.CPU_WINDOW_ARGUMENT_SPEC,
         interface={"type": "str", "required": True},
         count={"type": "str", "choices": list(COUNT_MODES), "default": "program"},
         action={"type": "str", "choices": list(driver_counters.XDP_ACTIONS), "default": "drop"},

@@ -216,7 +216,8 @@ def generator(tmp_path):
     base = dict(backend="xdp_live", name="trial", run_dir=str(tmp_path / "run"), interface="lo",
                 src_mac="02:00:00:00:00:01", dst_mac="02:00:00:00:00:02", src_ip="10.0.0.1", dst_ip="10.0.0.2",
                 packet_len=64, stream_count=1, port_base=12, queues=1, cpus=[0], duration=30, batch=64,
-                rate_pps=0.0, backend_options={}, binary=str(binary), wait=False, stop_timeout=5.0)  # fmt: skip
+                rate_pps=0.0, backend_options={}, binary=str(binary), wait=False, stop_timeout=5.0,
+                remove=False)  # fmt: skip
 
     def run(state, **over):
         module = FakeModule(dict(base, state=state, **over))
@@ -248,6 +249,31 @@ def test_stop_returns_the_summary_and_a_second_stop_is_not_an_error(generator, t
     second, _m = generator("stopped")
     assert second["changed"] is False and "stopped already" in second["msg"]
     assert second["summary"] == first["summary"]
+
+
+def test_stop_with_remove_leaves_nothing_for_the_always_step(generator, tmp_path):
+    run_dir = tmp_path / "run"
+    generator("started")
+    _ready(str(run_dir))
+    stopped, _m = generator("stopped", remove=True)
+    assert stopped["summary"]["sent"] == 5000 and stopped["process"]["exit_status"] == 0
+    assert {"trial.state.json", "trial.out", "trial.err"} <= {os.path.basename(f) for f in stopped["removed"]}
+    assert not run_dir.exists()  # the run's files and the directory they left empty
+    # what the always step would find: nothing to stop, nothing to remove
+    again, _m = generator("stopped")
+    assert again["changed"] is False and "nothing to stop" in again["msg"]
+    absent, _m = generator("absent")
+    assert absent["changed"] is False and "removed" not in absent
+
+
+def test_a_generator_that_died_keeps_its_files_for_absent_despite_remove(generator, tmp_path):
+    started, _m = generator("started")
+    _ready(str(tmp_path / "run"))
+    os.kill(started["pid"], signal.SIGKILL)
+    with pytest.raises(GeneratorError, match="killed by signal 9"):
+        generator("stopped", remove=True)
+    absent, _m = generator("absent")
+    assert absent["changed"] is True and absent["removed"]
 
 
 def test_a_generator_killed_mid_trial_fails_the_first_stop_only(generator, tmp_path):

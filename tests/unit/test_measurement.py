@@ -41,6 +41,37 @@ def test_sampler_before_window_runs_after_the_warmup(fake_clock):
     assert order == [("before", 1001.0), ("read", 1001.0), ("read", 1001.5)]
 
 
+def test_sampler_brackets_its_window_with_cpu_snapshots(fake_clock):
+    """cpu_window_cpus: one cpu_usage snapshot just before the first read and one just after the last, nothing else."""
+    clock = fake_clock
+    order = []
+
+    def snapshot(cpus):
+        order.append(("cpu", clock.now, tuple(cpus)))
+        return {"version": 1, "time": clock.now}
+
+    sampler = _measurement.Sampler.from_params({"warmup": 1.0, "interval": 0.5, "samples": 2, "cpu_window_cpus": [1]},
+                                               clock=clock, sleep=clock.sleep, cpu_snapshot=snapshot)  # fmt: skip
+    sampler.run(lambda: order.append(("read", clock.now)))
+    assert order == [("cpu", 1001.0, (1,)), ("read", 1001.0), ("read", 1001.5), ("read", 1002.0), ("cpu", 1002.0, (1,))]
+    assert sampler.cpu_window == {"cpus": [1], "start": {"version": 1, "time": 1001.0},
+                                  "end": {"version": 1, "time": 1002.0}}  # fmt: skip
+    # without CPUs: no snapshot, no window
+    plain = _measurement.Sampler(0, 0.5, 1, clock=clock, sleep=clock.sleep, cpu_snapshot=snapshot)
+    plain.run(lambda: None)
+    assert plain.cpu_window is None and len(order) == 5
+
+
+def test_sampler_cpu_window_is_one_cpu_usage_takes_as_since_and_until():
+    """The real snapshots (this machine's /proc) in the form cpu_usage checks for since and until."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _cpustat
+
+    sampler = _measurement.Sampler(0, 0.05, 1, cpu_window_cpus=[0])
+    sampler.run(lambda: None)
+    start, end = _cpustat.check_snapshot(sampler.cpu_window["start"]), _cpustat.check_snapshot(sampler.cpu_window["end"])
+    assert end["time"] - start["time"] >= 0.04 and "threads" in sampler.cpu_window["end"]
+
+
 def test_samplers_given_one_start_open_their_windows_at_the_same_instant(fake_clock):
     """Two hosts' samplers (the far side, the DUT) started at different times with one start_at on CLOCK_REALTIME
     take their first snapshot at start_at + warmup: the later one warms up for less."""
