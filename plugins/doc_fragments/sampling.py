@@ -36,7 +36,7 @@ options:
   cpu_window_cpus:
     description:
       - "CPUs of which M(xdplab.testbed.cpu_usage) snapshots (C(/proc/stat) and the threads that may run there) are taken
-        at the window's edges, just before its first counter read and just after its last, returned as
+        at the window's edges, just after its first counter read and just after its last, returned as
         RV(cpu_window). Pass its C(start) as cpu_usage's O(xdplab.testbed.cpu_usage#module:since) and its C(end) as
         O(xdplab.testbed.cpu_usage#module:until): the CPU figures then cover exactly the window whose packets were
         counted, and no cpu_usage call is needed before this task."

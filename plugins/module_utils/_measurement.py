@@ -79,7 +79,7 @@ class Sampler:
                  start_at=None, realtime=time.time, cpu_window_cpus=(), cpu_snapshot=None):
         self.warmup, self.interval, self.samples = float(warmup), float(interval), int(samples)
         self.clock, self.sleep = clock, sleep
-        # cpu_window_cpus: cpu_usage snapshots of these CPUs at the window's edges (just before its first read, just
+        # cpu_window_cpus: cpu_usage snapshots of these CPUs at the window's edges (just after its first read and just
         # after its last), so the CPU figures cover the very window that was counted, with no module call around it.
         # cpu_snapshot(cpus) takes one (default: _cpustat.window_snapshot); the pair is in cpu_window after run().
         self.cpu_window_cpus = [int(c) for c in cpu_window_cpus or ()]
@@ -139,8 +139,10 @@ class Sampler:
             self.sleep(self.warmup)
         if before_window is not None:
             before_window()
-        cpu_start = self.take_cpu_snapshot()
         snaps = [(self.clock(), read())]
+        # after the first read, not before: the window opens on schedule (start_at: at the same instant as another
+        # host's), and both snapshots lag their read by the same ~30-100 ms of reading every thread's schedstat
+        cpu_start = self.take_cpu_snapshot()
         start = snaps[0][0]
         for i in range(1, self.samples + 1):
             self.wait_until(start + i * self.interval)

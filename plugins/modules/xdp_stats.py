@@ -106,7 +106,7 @@ RETURN = r"""
 cpu_window:
   description:
     - "With O(cpu_window_cpus): two M(xdplab.testbed.cpu_usage) snapshots of those CPUs (C(cpus)), C(start) taken just
-      before the window's first counter read and C(end) just after its last. Pass them as cpu_usage's
+      after the window's first counter read and C(end) just after its last. Pass them as cpu_usage's
       O(xdplab.testbed.cpu_usage#module:since) and O(xdplab.testbed.cpu_usage#module:until)."
   returned: when O(cpu_window_cpus) is not empty
   type: dict

@@ -42,7 +42,7 @@ def test_sampler_before_window_runs_after_the_warmup(fake_clock):
 
 
 def test_sampler_brackets_its_window_with_cpu_snapshots(fake_clock):
-    """cpu_window_cpus: one cpu_usage snapshot just before the first read and one just after the last, nothing else."""
+    """cpu_window_cpus: one cpu_usage snapshot just after the first read and one just after the last, nothing else."""
     clock = fake_clock
     order = []
 
@@ -53,7 +53,7 @@ def test_sampler_brackets_its_window_with_cpu_snapshots(fake_clock):
     sampler = _measurement.Sampler.from_params({"warmup": 1.0, "interval": 0.5, "samples": 2, "cpu_window_cpus": [1]},
                                                clock=clock, sleep=clock.sleep, cpu_snapshot=snapshot)  # fmt: skip
     sampler.run(lambda: order.append(("read", clock.now)))
-    assert order == [("cpu", 1001.0, (1,)), ("read", 1001.0), ("read", 1001.5), ("read", 1002.0), ("cpu", 1002.0, (1,))]
+    assert order == [("read", 1001.0), ("cpu", 1001.0, (1,)), ("read", 1001.5), ("read", 1002.0), ("cpu", 1002.0, (1,))]
     assert sampler.cpu_window == {"cpus": [1], "start": {"version": 1, "time": 1001.0},
                                   "end": {"version": 1, "time": 1002.0}}  # fmt: skip
     # without CPUs: no snapshot, no window
