@@ -138,6 +138,7 @@ bench: system-deps
 	bash benchmarks/generator_ceiling.sh
 	$(VENV)/bin/python benchmarks/stats_accuracy.py
 	$(VENV)/bin/python benchmarks/count_mode_overhead.py
+	$(VENV)/bin/python benchmarks/ansible_task_cost.py
 
 clean:
 	rm -rf bpf/build .pytest_cache .ruff_cache
