@@ -203,7 +203,7 @@ def interrupt(proc, tries=3, grace=5.0):
     """SIGINT to ansible-playbook, as ^C in its terminal; again (as a user presses ^C again) while it still runs
     `grace` seconds later: a SIGINT that lands while the controller forks a worker is lost (Python prints
     "Exception ignored in: <function _releaseLock ...> KeyboardInterrupt" and the run goes on; seen in a CI run)."""
-    for _ in range(tries):
+    for _attempt in range(tries):
         os.kill(proc.pid, signal.SIGINT)
         try:
             proc.wait(grace)
