@@ -40,11 +40,25 @@ KINDS = {
     "skipped": {"ansible.builtin.debug": {"msg": "x"}, "when": False},
     "ping": {"ansible.builtin.ping": {}},
     "cpu_snapshot": {"xdplab.testbed.cpu_usage": {"snapshot_only": True, "cpus": [0]}},
+    # a trial's record (a failed trial: the smallest valid record), through the action plugin: on the controller the
+    # module's class runs in Ansible's worker; with become (su, root to root) the module runs as its own process
+    "record": {"xdplab.testbed.trial_record": "RECORD"},
+    "record_module": {"xdplab.testbed.trial_record": "RECORD", "become": True, "become_method": "ansible.builtin.su"},
 }
+RECORDS = os.path.join(tempfile.gettempdir(), "xdplab-bench-task-cost.jsonl")
+
+
+def record_args(i):
+    trial = {"trial_id": "bench%06d" % i, "point": {"system": "xdp"}, "repetition": 1, "index": 1, "total": 1}
+    return {"path": RECORDS, "experiment": "bench", "status": "failed", "failure": {"task": "bench", "error": "bench"},
+            "trial": trial}  # fmt: skip
 
 
 def playbook(kind, tasks):
     body = [] if KINDS[kind] is None else [dict(KINDS[kind], name="%s %d" % (kind, i)) for i in range(tasks)]
+    for i, task in enumerate(body):
+        if task.get("xdplab.testbed.trial_record") == "RECORD":
+            task["xdplab.testbed.trial_record"] = record_args(i)
     play = [{"name": kind, "hosts": "localhost", "connection": "local", "gather_facts": False,
              "vars": {"ansible_python_interpreter": sys.executable}, "tasks": body}]  # fmt: skip
     return json.dumps(play)  # JSON is YAML
@@ -69,9 +83,13 @@ def main():
             with open(paths[kind], "w") as f:
                 f.write(playbook(kind, args.tasks))
         walls = {k: [] for k in KINDS}
-        for _round in range(args.rounds):
-            for kind in KINDS:
-                walls[kind].append(run(paths[kind]))
+        try:
+            for _round in range(args.rounds):
+                for kind in KINDS:
+                    walls[kind].append(run(paths[kind]))
+        finally:
+            if os.path.exists(RECORDS):
+                os.unlink(RECORDS)
     empty = statistics.median(walls["empty"])
     print("ansible-playbook start (empty play): %.2f s (median of %d); %d tasks per kind" % (empty, args.rounds, args.tasks))
     print("%-13s %12s %14s" % ("kind", "s per task", "x plain debug"))

@@ -228,22 +228,23 @@ class Search:
         return True
 
 
+# the module's arguments, also validated by its action plugin when it runs on the controller (plugins/action)
+ARGUMENT_SPEC = dict(
+    records=dict(type="path", required=True),
+    search=dict(type="int", required=True),
+    point=dict(type="dict", required=True),
+    goals=dict(type="list", elements="dict", default=[]),
+    min_load_pps=dict(type="float", default=10000.0),
+    max_load_pps=dict(type="float"),
+    ceiling_pps=dict(type="float"),
+    ceiling_share=dict(type="float", default=0.9),
+    warmup_duration=dict(type="float", default=0.0),
+    max_trials=dict(type="int", default=200),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            records=dict(type="path", required=True),
-            search=dict(type="int", required=True),
-            point=dict(type="dict", required=True),
-            goals=dict(type="list", elements="dict", default=[]),
-            min_load_pps=dict(type="float", default=10000.0),
-            max_load_pps=dict(type="float"),
-            ceiling_pps=dict(type="float"),
-            ceiling_share=dict(type="float", default=0.9),
-            warmup_duration=dict(type="float", default=0.0),
-            max_trials=dict(type="int", default=200),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     module.exit_json(**Search(module).run())
 
 

@@ -347,28 +347,29 @@ class TrialRecorder:
         return result
 
 
+# the module's arguments, also validated by its action plugin when it runs on the controller (plugins/action)
+ARGUMENT_SPEC = dict(
+    path=dict(type="path", required=True),
+    experiment=dict(type="str", required=True),
+    trial=dict(type="dict", required=True),
+    status=dict(type="str", choices=["ok", "failed"], default="ok"),
+    started_at=dict(type="str"),
+    measurement=dict(type="dict"),
+    cpu=dict(type="dict"),
+    generator=dict(type="dict"),
+    tcp=dict(type="dict"),
+    forwarding=dict(type="dict"),
+    latency=dict(type="dict"),
+    provenance=dict(type="dict", default={}),
+    kept_up_share=dict(type="float", default=_record.KEPT_UP_SHARE),
+    link_speed_gbit=dict(type="float"),
+    failure=dict(type="dict"),
+)
+REQUIRED_IF = [("status", "failed", ("failure",))]
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path", required=True),
-            experiment=dict(type="str", required=True),
-            trial=dict(type="dict", required=True),
-            status=dict(type="str", choices=["ok", "failed"], default="ok"),
-            started_at=dict(type="str"),
-            measurement=dict(type="dict"),
-            cpu=dict(type="dict"),
-            generator=dict(type="dict"),
-            tcp=dict(type="dict"),
-            forwarding=dict(type="dict"),
-            latency=dict(type="dict"),
-            provenance=dict(type="dict", default={}),
-            kept_up_share=dict(type="float", default=_record.KEPT_UP_SHARE),
-            link_speed_gbit=dict(type="float"),
-            failure=dict(type="dict"),
-        ),
-        required_if=[("status", "failed", ("failure",))],
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF, supports_check_mode=True)
     module.exit_json(**TrialRecorder(module).run())
 
 
