@@ -75,3 +75,10 @@ def test_ndr_pdr_search_the_same_on_both_paths(become, tmp_path):
     # no trial recorded yet: MLRsearch's first trial, at the search's highest load
     assert out["done"] is False and out["next"]["step"] == 1 and out["next"]["load_pps"] == pytest.approx(160000)
     assert not (tmp_path / "trials.jsonl").exists()
+
+
+def test_become_from_the_inventory_runs_the_module_process(tmp_path):
+    path = tmp_path / "trials.jsonl"
+    tasks = [{"name": "bad", "xdplab.testbed.trial_record": dict(recdata.args(path), status="failed")}]
+    out, log = play(tmp_path, tasks, False, "-e", "ansible_become=true", "-e", "ansible_become_method=ansible.builtin.su")
+    assert out["bad"]["failed"] is True and "Module failed: status is failed" in log
