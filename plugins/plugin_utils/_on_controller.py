@@ -55,9 +55,9 @@ class ControllerModuleAction(ActionBase):
         raise NotImplementedError
 
     def _on_controller(self):
-        # become from the task or from the inventory (ansible_become): the module process runs as that user
-        become = self._task.become or getattr(self._play_context, "become", False)
-        return getattr(self._connection, "transport", None) == "local" and not become
+        # the play context's become holds the task's keyword and the inventory's ansible_become: the module process
+        # runs as that user
+        return getattr(self._connection, "transport", None) == "local" and not self._play_context.become
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
