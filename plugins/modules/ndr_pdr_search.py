@@ -92,11 +92,11 @@ done:
   returned: success
   type: bool
 ceiling_pps:
-  description: The generator's ceiling used (given, or step 0's offered rate).
+  description: The generator's ceiling used (given, or step 0's offered rate), in every step of the search.
   returned: success
   type: float
 max_load_pps:
-  description: The search's highest load.
+  description: The search's highest load, in every step of the search.
   returned: success
   type: float
 next:
@@ -161,6 +161,8 @@ class Search:
             return dict(
                 changed=False,
                 done=False,
+                ceiling_pps=p["ceiling_pps"],
+                max_load_pps=p["max_load_pps"],
                 next={
                     "step": step["step"],
                     "duration": step["duration"],

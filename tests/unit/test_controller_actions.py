@@ -74,6 +74,8 @@ def test_ndr_pdr_search_the_same_on_both_paths(become, tmp_path):
     out = out["step"]
     # no trial recorded yet: MLRsearch's first trial, at the search's highest load
     assert out["done"] is False and out["next"]["step"] == 1 and out["next"]["load_pps"] == pytest.approx(160000)
+    # what the search runs between, in every step (RETURN: returned on success)
+    assert out["ceiling_pps"] == pytest.approx(200000) and out["max_load_pps"] == pytest.approx(160000)
     assert not (tmp_path / "trials.jsonl").exists()
 
 
