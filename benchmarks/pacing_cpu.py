@@ -2,7 +2,8 @@
 """Paced generator and DUT CPU sources on the virtual lab, one run, alternating.
 
 For each offered load (--rates, frames/s) and each generator binary (this tree's bpf/build/xdplab-trafficgen and,
-with --old-binary, another build, e.g. the one before the pacing change), R rounds alternating the binaries:
+with --old-binary, other builds, comma-separated, e.g. the one before the pacing change), R rounds alternating the
+binaries:
 
 * refused frames: veth-tg0's tx_queue_0_xdp_xmit_errors (the DUT's ring was full) against what the generator sent;
 * counted: veth-dut0's rx_queue_0_xdp_drops (the driver's own counter, the reference) against what was sent;
@@ -11,11 +12,17 @@ with --old-binary, another build, e.g. the one before the pacing change), R roun
   (kernel.bpf_stats_enabled on during the window, off again after), plus the foreign user-space threads that ran
   on that CPU (module_utils/_cpustat, as cpu_usage reports them).
 
+With --dut-variants, each round also alternates settings of the DUT's CPU, applied before a trial and undone after
+it: `default` (as the lab leaves it), `fifo<N>` (the NAPI kthread at SCHED_FIFO priority N instead of SCHED_OTHER),
+`poll` (the DUT CPU's cpuidle states other than POLL disabled: an idle DUT CPU polls instead of halting the vCPU, so
+a wake-up of the NAPI thread needs no exit from a halted vCPU), `fifo<N>+poll` (both).
+
 The DUT runs xdp_bare_drop (bpf/xdp_bare_drop.bpf.c: return XDP_DROP, no map writes). Brings the virtual lab up
 with playbooks/vlab.yml when it is not there and removes it again at the end in that case. Run under the lab lock:
 
     flock /tmp/xdplab-lab.lock .venv/bin/python benchmarks/pacing_cpu.py [--rates 250000,1000000,2000000,3000000]
-        [--rounds 2] [--seconds 3] [--old-binary /tmp/xdplab-trafficgen.old] [--json out.json]
+        [--rounds 2] [--seconds 3] [--old-binary /tmp/xdplab-trafficgen.old] [--dut-variants default,fifo50,poll]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -82,6 +89,58 @@ def napi_thread():
     raise SystemExit(f"no NAPI kthread of {DUT_IF}: is threaded NAPI on (playbooks/vlab.yml)?")
 
 
+def write_text(path, text):
+    with open(path, "w", encoding="ascii") as f:
+        f.write(text)
+
+
+def cpuidle_states(cpu):
+    """The cpuidle state directories of a CPU other than POLL (state0)."""
+    base = f"/sys/devices/system/cpu/cpu{cpu}/cpuidle"
+    if not os.path.isdir(base):
+        return []
+    out = []
+    for name in sorted(os.listdir(base)):
+        with open(os.path.join(base, name, "name"), encoding="ascii") as f:
+            if f.read().strip() != "POLL":
+                out.append(os.path.join(base, name))
+    return out
+
+
+class DutVariant:
+    """A DUT CPU setting applied around one trial (see the module docstring); undone on every exit path."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        parts = spec.split("+")
+        bad = [p for p in parts if p not in ("default", "poll") and not (p.startswith("fifo") and p[4:].isdigit())]
+        if bad:
+            raise SystemExit(f"--dut-variants: unknown setting(s) {', '.join(bad)} (default, fifo<N>, poll, a+b)")
+        self.fifo = next((int(p[4:]) for p in parts if p.startswith("fifo")), None)
+        self.poll = "poll" in parts
+        self.undo = []
+
+    def __enter__(self):
+        if self.fifo is not None:
+            pid = napi_thread()
+            was = (os.sched_getscheduler(pid), os.sched_getparam(pid))
+            os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(self.fifo))
+            self.undo.append(lambda: os.sched_setscheduler(pid, was[0], was[1]))
+        if self.poll:
+            for state in cpuidle_states(DUT_CPU):
+                path = os.path.join(state, "disable")
+                with open(path, encoding="ascii") as f:
+                    was_disabled = f.read().strip()
+                with open(path, "w", encoding="ascii") as f:
+                    f.write("1")
+                self.undo.append(lambda path=path, was=was_disabled: write_text(path, was))
+        return self
+
+    def __exit__(self, *exc):
+        while self.undo:
+            self.undo.pop()()
+
+
 def xdp_prog_id():
     info = json.loads(sh("ip", "-n", DUT, "-j", "-d", "link", "show", "dev", DUT_IF).stdout)[0]
     return info["xdp"]["prog"]["id"]
@@ -130,14 +189,18 @@ def main():
     ap.add_argument("--rates", default="250000,1000000,2000000,3000000")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--old-binary")
+    ap.add_argument("--old-binary", help="other generator builds to alternate with, comma-separated")
+    ap.add_argument("--dut-variants", default="default")
     ap.add_argument("--json")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("pacing_cpu.py: needs root (namespaces, XDP, bpf_stats)")
     subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "bpf")], check=True, capture_output=True)
-    binaries = [os.path.join(ROOT, "bpf/build/xdplab-trafficgen")] + ([args.old_binary] if args.old_binary else [])
+    binaries = [os.path.join(ROOT, "bpf/build/xdplab-trafficgen")] + (args.old_binary.split(",") if args.old_binary else [])
     rates = [int(r) for r in args.rates.split(",")]
+    variants = args.dut_variants.split(",")
+    for spec in variants:
+        DutVariant(spec)  # bad input fails before the lab is touched
     brought_up = lab_up()
     stats_was = cpustat.read_bpf_stats_enabled()
     rows = []
@@ -149,10 +212,12 @@ def main():
         matcher = cpustat.WorkMatcher(interfaces=[DUT_IF])
         for _round in range(args.rounds):
             for rate in rates:
-                for binary in binaries:
-                    rows.append(one_trial(binary, rate, args.seconds, matcher))
+                for binary, spec in [(b, v) for b in binaries for v in variants]:
+                    with DutVariant(spec):
+                        rows.append(dict(one_trial(binary, rate, args.seconds, matcher), variant=spec))
                     r = rows[-1]
-                    print(f"{os.path.basename(r['binary']):28} {rate / 1e6:5.2f} Mpps: sent {r['sent_pps'] / 1e6:.3f} Mpps, "
+                    label = os.path.basename(r["binary"]) + " " + spec
+                    print(f"{label:28} {rate / 1e6:5.2f} Mpps: sent {r['sent_pps'] / 1e6:.3f} Mpps, "
                           f"refused {r['refused_pct']:5.2f} %, counted {r['counted_of_sent_pct']:6.2f} % of sent; "
                           f"CPU {DUT_CPU}: /proc/stat {r['proc_stat_busy']:5.1f} % (user {r['proc_stat_user']:.1f}), "
                           f"NAPI thread {r['napi_busy']:5.2f} %, BPF {r['bpf_busy']:5.2f} % "
@@ -165,17 +230,18 @@ def main():
         if brought_up:
             lab_down()
     print()
-    print("| generator | offered Mpps | sent Mpps | refused % | counted % of sent | /proc/stat busy % | user % "
+    print("| generator | DUT CPU | offered Mpps | sent Mpps | refused % | counted % of sent | /proc/stat busy % | user % "
           "| NAPI thread % (schedstat) | BPF run time % (bpf_stats) | ns/packet (BPF) | foreign user % |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for binary in binaries:
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for binary, spec in [(b, v) for b in binaries for v in variants]:
         for rate in rates:
-            rs = [r for r in rows if r["binary"] == binary and r["rate"] == rate]
+            rs = [r for r in rows if r["binary"] == binary and r["variant"] == spec and r["rate"] == rate]
 
             def med(key, rs=rs):
                 return statistics.median(r[key] for r in rs if r[key] is not None)
 
-            print(f"| {os.path.basename(binary)} | {rate / 1e6:.2f} | {med('sent_pps') / 1e6:.3f} | {med('refused_pct'):.2f} "
+            print(f"| {os.path.basename(binary)} | {spec} | {rate / 1e6:.2f} | {med('sent_pps') / 1e6:.3f} "
+                  f"| {med('refused_pct'):.2f} "
                   f"| {med('counted_of_sent_pct'):.2f} | {med('proc_stat_busy'):.1f} | {med('proc_stat_user'):.1f} "
                   f"| {med('napi_busy'):.2f} | {med('bpf_busy'):.2f} | {med('bpf_ns_per_run'):.1f} "
                   f"| {med('foreign_user_busy'):.2f} |")  # fmt: skip

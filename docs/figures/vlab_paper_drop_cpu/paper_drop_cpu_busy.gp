@@ -16,7 +16,7 @@ set logscale x
 set xtics (0.25, 0.5, 1, 2, 3, 5, 10, 15, 20)
 set xrange [0.2:31]
 set yrange [0:105]
-set label 1 "ours: AMD EPYC, kernel 6.18.44-fc-v1045, veth-dut0 (veth), generator xdp_live" at screen 0.012, screen 0.0532 left font ",14" tc rgb '#333333'
+set label 1 "ours: Intel(R) Xeon(R) Processor, kernel 6.18.44-fc-v1045, veth-dut0 (veth), generator xdp_live" at screen 0.012, screen 0.0532 left font ",14" tc rgb '#333333'
 set label 2 "paper (dashed): Xeon E5-1650 v4, ConnectX-5 Ex 100G, kernel bpf-next 4.17-rc7, DPDK 18.05" at screen 0.012, screen 0.0177 left font ",14" tc rgb '#333333'
 set key at screen 0.012, screen 0.1892 left top maxrows 3
 set bmargin at screen 0.2896
