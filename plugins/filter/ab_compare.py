@@ -6,7 +6,7 @@ A variant is a mapping of the keys in VARIANT_KEYS: matrix axes of the experimen
 trial is), settings of the system entry (count, simd, or any key under system_settings), a sysctl set, NIC
 settings (xdplab.testbed.nic_settings options), generator options (traffic_generator backend_options) and
 a kernel (a name of role kernel's kernel_variants: the DUT boots it before each of its blocks). Samples
-are interleaved, one per block (A B A B ...); with a kernel variant a block is a boot, of samples_per_boot
+are interleaved, one per block (A B, B A, A B, ...: counterbalanced); with a kernel variant a block is a boot, of samples_per_boot
 samples. Every bad input is refused here, in the read-only first play, before anything changes.
 """
 
@@ -150,7 +150,8 @@ def ab_compare_plan(a, b, point=None, samples=15, samples_per_boot=None, same=Fa
     else:
         size, boots = 1, samples
         design = "interleaved"
-    blocks = [{"variant": v, "block": i + 1, "size": size} for i in range(boots) for v in ("A", "B")]
+    # counterbalanced: A B, B A, A B, ... (neither a drift nor the position inside a pair poses as a difference)
+    blocks = [{"variant": v, "block": i + 1, "size": size} for i in range(boots) for v in (("A", "B"), ("B", "A"))[i % 2]]
     # only matrix axes and system settings differ: one run of the experiment role, interleaved by repetition
     one_run = not kernel and all(not v[k] for v in (va, vb) for k in ("sysctl", "nic", "generator"))
     return {

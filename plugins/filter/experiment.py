@@ -70,7 +70,7 @@ def matrix_axis(matrix, axis, default=None):
     return seen
 
 
-def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=None, source="trials.jsonl"):
+def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=None, source="trials.jsonl", interleave=False):
     """Expand a matrix {axis: [values]} into trials, skipping those already done.
 
     matrix: a mapping {axis: [values]} (every combination is a point), or a list of such
@@ -78,8 +78,11 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
     done: a list of trial ids or the text of a JSON-lines results file (named `source` in the warnings
     of its corrupt lines).
     exclude: partial points ({axis: value}) that are not measured.
+    interleave: order the trials round by round instead (every point once per repetition), every second round
+    in reverse (A B, B A, A B, ...): counterbalanced, so that neither a drift over the run nor a trial's position
+    inside its round poses as a difference between points.
     Returns [{"trial_id", "point": {axis: value}, "repetition", "index", "total"}] in matrix order,
-    repetitions innermost, for the trials not yet done.
+    repetitions innermost (or round by round, with interleave), for the trials not yet done.
     """
     subs = _sub_matrices(matrix)
     try:
@@ -113,6 +116,10 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
             if tid in done:
                 continue
             trials.append({"trial_id": tid, "point": point, "repetition": rep, "index": index, "total": total})
+    if interleave:
+        # by the repetition's own number, so that a resumed run keeps each round's order
+        rounds = [[t for t in trials if t["repetition"] == rep] for rep in range(1, repetitions + 1)]
+        trials = [t for rep, trials_of in enumerate(rounds, 1) for t in (trials_of if rep % 2 else trials_of[::-1])]
     return trials
 
 

@@ -116,7 +116,7 @@ def test_ab_compare_no_touch_against_read(vlab, tmp_path):
     assert rc == 0, out[-3000:]
     base = tmp_path / "ab_compare" / "dut"
     recs = sorted((r for r in records(base / "trials.jsonl") if r["status"] == "ok"), key=lambda r: r["started_at"])
-    assert [r["point"]["variant"] for r in recs] == ["A", "B"] * 3  # interleaved
+    assert [r["point"]["variant"] for r in recs] == ["A", "B", "B", "A", "A", "B"]  # interleaved, counterbalanced
     assert {r["point"]["touch"] for r in recs if r["point"]["variant"] == "B"} == {"read"}
     assert all(r["result"]["pps"] > 0 for r in recs)
     res = json.loads((base / "ab_compare.json").read_text())["result"]

@@ -23,7 +23,7 @@ POINT = {"system": "xdp", "action": "drop", "packet_len": 64, "cores": 1}
 
 def test_plan_interleaves_a_and_b():
     plan = ab_compare_plan({"touch": "no_touch"}, {"touch": "read"}, POINT, 15, systems=SYSTEMS)
-    assert [b["variant"] for b in plan["blocks"][:4]] == ["A", "B", "A", "B"]
+    assert [b["variant"] for b in plan["blocks"][:6]] == ["A", "B", "B", "A", "A", "B"]  # counterbalanced
     assert len(plan["blocks"]) == 30 and all(b["size"] == 1 for b in plan["blocks"])
     assert plan["variants"]["B"]["point"] == dict(POINT, touch="read", variant="B")
     assert plan["variants"]["B"]["matrix"]["touch"] == ["read"] and plan["design"] == "interleaved"
@@ -47,8 +47,8 @@ def test_plan_kernel_blocks_per_boot():
     assert plan["kernel"] and [(b["variant"], b["block"], b["size"]) for b in plan["blocks"]] == [
         ("A", 1, 5),
         ("B", 1, 5),
-        ("A", 2, 5),
         ("B", 2, 5),
+        ("A", 2, 5),
         ("A", 3, 5),
         ("B", 3, 5),
     ]

@@ -37,6 +37,22 @@ def test_resume_skips_recorded_trials_from_results_text():
     assert pending[0]["index"] == 4
 
 
+def test_interleave_runs_round_by_round_every_second_round_reversed():
+    ab = [{"touch": ["no_touch"], "variant": ["A"]}, {"touch": ["read"], "variant": ["B"]}]
+    trials = experiment_trials(ab, 4, identity=IDENTITY, interleave=True)
+    # counterbalanced: A B, B A, A B, B A (a drift or a position inside the round hits both variants alike)
+    assert [(t["point"]["variant"], t["repetition"]) for t in trials] == [
+        ("A", 1), ("B", 1), ("B", 2), ("A", 2), ("A", 3), ("B", 3), ("B", 4), ("A", 4),
+    ]  # fmt: skip
+    # the same trials as without interleave, only their order differs
+    plain = experiment_trials(ab, 4, identity=IDENTITY)
+    assert sorted(t["trial_id"] for t in trials) == sorted(t["trial_id"] for t in plain)
+    # a resumed run keeps every round's order: round 2 stays B A when its B is already recorded
+    done = [t["trial_id"] for t in trials[:3]]
+    pending = experiment_trials(ab, 4, done=done, identity=IDENTITY, interleave=True)
+    assert [(t["point"]["variant"], t["repetition"]) for t in pending] == [("A", 2), ("A", 3), ("B", 3), ("B", 4), ("A", 4)]
+
+
 def test_trial_identity_includes_the_dut():
     other_kernel = dict(IDENTITY, kernel_release="6.19.0")
     assert trial_id({"cores": 1}, 1, IDENTITY) != trial_id({"cores": 1}, 1, other_kernel)
@@ -157,7 +173,11 @@ def test_every_system_has_an_implementation_with_setup_measure_teardown():
         measure = _yaml(ROLE / "tasks" / "systems" / impl / "measure.yml")
         if impl in BRACKETED_MEASURE:
             assert "__experiment_measured" in measure[-1]["ansible.builtin.set_fact"], impl
-            assert sum(1 for t in measure if t.get("register") == "__experiment_fwd_far") == 1, impl
+            # the far side's count sits in a block whose always waits for the DUT's job and removes its file
+            tasks = [t for task in measure for t in [task, *task.get("block", []), *task.get("always", [])]]
+            assert sum(1 for t in tasks if t.get("register") == "__experiment_fwd_far") == 1, impl
+            cleanup = [t for task in measure for t in task.get("always", [])]
+            assert [t["ansible.builtin.async_status"].get("mode") for t in cleanup] == [None, "cleanup"], impl
         elif impl in FORWARDING_PROCESS:
             # the measuring task, or the file of it that setup also runs (dpdk: run.yml, started before the
             # generator in the latency experiment; then measure skips it)
