@@ -13,6 +13,7 @@ samples. Every bad input is refused here, in the read-only first play, before an
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.xdplab.testbed.plugins.filter.experiment import counterbalanced
 
 POINT_KEYS = ("system", "action", "touch", "packet_len", "cores", "offered_mpps")
 SYSTEM_KEYS = ("count", "simd", "copy_mode", "mode")
@@ -150,8 +151,8 @@ def ab_compare_plan(a, b, point=None, samples=15, samples_per_boot=None, same=Fa
     else:
         size, boots = 1, samples
         design = "interleaved"
-    # counterbalanced: A B, B A, A B, ... (neither a drift nor the position inside a pair poses as a difference)
-    blocks = [{"variant": v, "block": i + 1, "size": size} for i in range(boots) for v in (("A", "B"), ("B", "A"))[i % 2]]
+    # counterbalanced: A B, B A, A B, ... (the same order as the trials of one run, experiment_trials interleave)
+    blocks = counterbalanced([[{"variant": v, "block": i + 1, "size": size} for v in ("A", "B")] for i in range(boots)])
     # only matrix axes and system settings differ: one run of the experiment role, interleaved by repetition
     one_run = not kernel and all(not v[k] for v in (va, vb) for k in ("sysctl", "nic", "generator"))
     return {

@@ -70,6 +70,12 @@ def matrix_axis(matrix, axis, default=None):
     return seen
 
 
+def counterbalanced(rounds):
+    """The items of `rounds` (a list of lists, one per round) in order, every second round reversed: A B, B A, A B, ...
+    Neither a drift over the run nor an item's position inside its round then poses as a difference between items."""
+    return [item for number, items in enumerate(rounds) for item in (items[::-1] if number % 2 else items)]
+
+
 def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=None, source="trials.jsonl", interleave=False):
     """Expand a matrix {axis: [values]} into trials, skipping those already done.
 
@@ -118,8 +124,7 @@ def experiment_trials(matrix, repetitions=3, done=None, identity=None, exclude=N
             trials.append({"trial_id": tid, "point": point, "repetition": rep, "index": index, "total": total})
     if interleave:
         # by the repetition's own number, so that a resumed run keeps each round's order
-        rounds = [[t for t in trials if t["repetition"] == rep] for rep in range(1, repetitions + 1)]
-        trials = [t for rep, trials_of in enumerate(rounds, 1) for t in (trials_of if rep % 2 else trials_of[::-1])]
+        trials = counterbalanced([[t for t in trials if t["repetition"] == rep] for rep in range(1, repetitions + 1)])
     return trials
 
 
