@@ -11,6 +11,10 @@
  * CPU's next sequence number and bpf_ktime_get_ns(), read by
  * xdp_latency_sink.bpf.c where the frame arrives. Off, the verifier removes
  * the stamping code (.rodata is frozen), so the drop experiments are unchanged.
+ * With pace_frames set (xdplab-trafficgen --rate) the first frame of each
+ * group first waits for the group's time in the CPU's struct pace_state
+ * (xdp_trafficgen.h); off, the verifier removes that code too, and full-rate
+ * runs are unchanged.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -21,6 +25,7 @@
 
 const volatile __u32 egress_ifindex = 0;
 const volatile __u32 stamp_latency = 0; /* 1: write a struct latency_stamp into each frame */
+const volatile __u32 pace_frames = 0;   /* 1: frames wait for their group's time in pace_states */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -36,6 +41,53 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 1);
 } stamp_sequences SEC(".maps");
+
+/* When the next group of frames of each sending CPU may leave (per-CPU array, key 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct pace_state);
+	__uint(max_entries, 1);
+} pace_states SEC(".maps");
+
+/* bpf_loop callback: stop once the clock has reached *ctx. */
+static long clock_reached(__u32 index, void *ctx)
+{
+	return bpf_ktime_get_ns() >= *(__u64 *)ctx;
+}
+
+/* At the first frame of a group, wait until the group is due, then move the
+ * CPU's schedule on by one group.
+ */
+static __always_inline void wait_for_slot(void)
+{
+	struct pace_state *pace;
+	__u64 now, leave, earliest;
+	__u32 key = 0;
+
+	pace = bpf_map_lookup_elem(&pace_states, &key);
+	if (!pace || !pace->gap_ns)
+		return;
+	if (pace->group_left) {
+		pace->group_left--;
+		return;
+	}
+	now = bpf_ktime_get_ns();
+	if (!pace->next_ns)
+		pace->next_ns = now;
+	leave = pace->next_ns;
+	/* behind the schedule: catch up, but not faster than PACE_CATCHUP_DIVISOR x the rate */
+	earliest = pace->last_ns + pace->gap_ns / PACE_CATCHUP_DIVISOR;
+	if (pace->last_ns && leave < earliest)
+		leave = earliest;
+	if (now < leave) {
+		bpf_loop(PACE_MAX_SPINS, clock_reached, &leave, 0);
+		now = bpf_ktime_get_ns();
+	}
+	pace->last_ns = now;
+	pace->next_ns += pace->gap_ns;
+	pace->group_left = pace->group_frames ? pace->group_frames - 1 : 0;
+}
 
 /* Write the stream's next sequence number and the time into the payload. */
 static __always_inline int write_stamp(void *data, void *data_end)
@@ -81,6 +133,8 @@ int xdp_trafficgen(struct xdp_md *ctx)
 			cur->port = cur->first_port;
 		}
 	}
+	if (pace_frames)
+		wait_for_slot();
 	if (stamp_latency && write_stamp(data, data_end))
 		return XDP_ABORTED;
 	return bpf_redirect(egress_ifindex, 0);

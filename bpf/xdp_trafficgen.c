@@ -19,10 +19,21 @@
  * With --rate the generator instead holds the program in the dispatcher for
  * its whole run: it attaches it (generic XDP) to a veth pair of its own,
  * KEEPER_IF, which stays down and never carries a frame, so a call costs
- * microseconds and each sender sends small bursts (PACE_GAP_NS apart, at
- * most --batch frames) on an absolute schedule, one lane per sender. The
- * DUT's veth ring holds 256 frames: 25 ms bursts overflowed it at an idle
- * DUT (13.7 % refused at 0.25 Mpps); bursts of <= 64 frames do not.
+ * tens of microseconds, and one lane per sender paces its frames:
+ * - The program paces them (pace_frames, struct pace_state): frames leave
+ *   in groups of at most PACE_GROUP_MAX (PACE_FLUSH_NS worth at the rate),
+ *   each group waiting in the kernel for its slot on an absolute schedule;
+ *   a call holds PACE_CALL_NS of the schedule, and the kernel flushes about
+ *   every PACE_FLUSH_NS. Frames so reach the DUT evenly spaced.
+ *   Pacing only the calls from userspace was not enough: a call costs
+ *   ~55 us, so above ~1 Mpps a lane fell behind, doubled its burst, and a
+ *   burst went out at the generator's full speed (~16 Mpps here, faster
+ *   than the DUT): the DUT's 256-frame veth ring overflowed before its NAPI
+ *   thread was even running (1-4 % refused at 0.25-3 Mpps on an idle DUT,
+ *   traced with xdp:xdp_devmap_xmit).
+ * - With --latency-stamp, userspace paces small bursts (PACE_GAP_NS apart,
+ *   at most --batch frames, as few as one): a stamped frame would otherwise
+ *   wait in the kernel for the rest of its flush.
  * Without the keeper (no veth support) it falls back to the two-lane bursts.
  * --latency-stamp makes the program write a struct latency_stamp
  * (xdp_latency.h: magic, per-CPU sequence, bpf_ktime_get_ns()) into every
@@ -71,12 +82,14 @@
 #define XDPLAB_PROG_NAME "xdplab-trafficgen"
 #include "common.h"
 
-#define TRAFFICGEN_VERSION "0.1.0"
+#define TRAFFICGEN_VERSION "0.2.0" /* 0.2.0: --rate paced by the program */
 #define OBJ_NAME "xdp_trafficgen.bpf.o"
 #define PROG_NAME "xdp_trafficgen"
 #define CURSOR_MAP_NAME "flow_cursors"
 #define EGRESS_VAR_NAME "egress_ifindex"
 #define STAMP_VAR_NAME "stamp_latency"
+#define PACE_VAR_NAME "pace_frames"
+#define PACE_MAP_NAME "pace_states"
 
 #define MAX_BATCH 256    /* kernel limit for live frames (TEST_XDP_MAX_BATCH) */
 #define MAX_QUEUES 64
@@ -97,6 +110,16 @@
 #define PACE_MIN_BURST 8
 #define PACE_SPIN_NS (20 * 1000ULL)
 #define PACE_MAX_BURST (1U << 16)
+/* Program pacing: each call holds this much of the schedule (stops on a
+ * signal within it), and the kernel flushes the frames to the DUT at least
+ * this often (the batch is this many frames at the rate, at most --batch).
+ */
+#define PACE_CALL_NS (2 * NSEC_PER_MSEC)
+#define PACE_FLUSH_NS (50 * 1000ULL)
+/* frames that leave together: the devmap's bulk (DEV_MAP_BULK_SIZE), which
+ * reaches the DUT's ring in one ndo_xdp_xmit anyway
+ */
+#define PACE_GROUP_MAX 16
 /* the veth pair that holds the program in the XDP dispatcher (never up) */
 #define KEEPER_IF "xdplab-tgkeep"
 #define KEEPER_PEER "xdplab-tgkeep1"
@@ -118,6 +141,14 @@ struct config {
 	double rate_pps; /* total frames per second over all senders; 0: as fast as possible */
 	unsigned int batch;
 	bool latency_stamp; /* write struct latency_stamp into every frame */
+	bool program_paced; /* the program spaces the frames (pace_frames), see the top */
+	struct {
+		__u32 group;   /* frames per group */
+		__u32 batch;   /* frames per kernel flush, a multiple of group */
+		__u32 call;    /* frames per BPF_PROG_RUN call */
+		__u64 gap_ns;  /* between two groups of one sender */
+		double rate;   /* frames/s of one sender */
+	} pace;
 	const char *obj_path;
 };
 
@@ -135,7 +166,7 @@ struct sender {
 	unsigned int frame_len;
 	_Atomic unsigned long long sent;
 	_Atomic unsigned int lanes_started;
-	bool paced;                   /* one lane, small bursts: the keeper holds the dispatcher */
+	bool paced;                   /* one lane, paced: the keeper holds the dispatcher */
 	unsigned long long last_sent; /* main thread only: for intervals */
 	int err;                      /* errno of a failed BPF_PROG_RUN */
 };
@@ -367,7 +398,7 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 	struct bpf_map *map;
 	char path_buf[PATH_MAX];
 	const char *path = find_obj(cfg, path_buf, sizeof(path_buf));
-	bool set = false, stamp_set = false;
+	bool set = false, stamp_set = false, pace_set = false;
 	int err;
 
 	obj = bpf_object__open_file(path, NULL);
@@ -409,6 +440,11 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 				*(__u32 *)(data + vs->offset) = cfg->latency_stamp;
 				stamp_set = true;
 			}
+			if (!strcmp(btf__name_by_offset(btf, var->name_off), PACE_VAR_NAME) &&
+			    vs->offset + sizeof(__u32) <= size) {
+				*(__u32 *)(data + vs->offset) = cfg->program_paced;
+				pace_set = true;
+			}
 		}
 		if (set && bpf_map__set_initial_value(map, data, size))
 			die("cannot set %s in %s", EGRESS_VAR_NAME, path);
@@ -419,6 +455,9 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 	if (cfg->latency_stamp && !stamp_set)
 		die("%s has no .rodata variable %s: an object older than --latency-stamp (rebuild bpf/)", path,
 		    STAMP_VAR_NAME);
+	if (cfg->program_paced && !pace_set)
+		die("%s has no .rodata variable %s: an object older than program pacing (rebuild bpf/)", path,
+		    PACE_VAR_NAME);
 	err = bpf_object__load(obj);
 	if (err)
 		die("cannot load %s: %s (needs root/CAP_BPF and a kernel with BPF_PROG_RUN live frames, >= 5.18)",
@@ -430,6 +469,30 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 	*prog_fd = bpf_program__fd(prog);
 	*cursor_fd = bpf_map__fd(map);
 	return obj;
+}
+
+/* Per-CPU pacing (program pacing): the CPU of queue q's thread sends a group
+ * every gap_ns, its share of --rate; its schedule starts at its first frame.
+ */
+static void set_pacing(const struct config *cfg, int pace_fd, struct sender *senders)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	struct pace_state *vals;
+	__u32 key = 0;
+	unsigned int q;
+
+	if (ncpus < 0)
+		die("cannot count possible CPUs: %s", strerror(-ncpus));
+	vals = calloc(ncpus, sizeof(*vals));
+	if (!vals)
+		die("out of memory");
+	for (q = 0; q < cfg->ncpus; q++) {
+		vals[senders[q].cpu].gap_ns = cfg->pace.gap_ns;
+		vals[senders[q].cpu].group_frames = cfg->pace.group;
+	}
+	if (bpf_map_update_elem(pace_fd, &key, vals, BPF_ANY))
+		die("cannot set the pacing: %s", strerror(errno));
+	free(vals);
 }
 
 /* Per-CPU cursors: the CPU of queue q's thread walks ports
@@ -681,6 +744,53 @@ static void paced_loop(struct sender *s, struct bpf_test_run_opts *opts)
 	}
 }
 
+/* How the program paces one sender's share of --rate (see the top comment).
+ * Below 1 / PACE_FLUSH_NS frames/s every frame is a group and a call of its
+ * own, so the program never waits long with bottom halves off: this lane
+ * sleeps until the frame is due.
+ */
+static void plan_pacing(struct config *cfg)
+{
+	double rate = cfg->rate_pps / (double)cfg->ncpus;
+	double per_flush = rate * PACE_FLUSH_NS / NSEC_PER_SEC, per_call = rate * PACE_CALL_NS / NSEC_PER_SEC;
+	__u32 group = per_flush < 1 ? 1 : per_flush > PACE_GROUP_MAX ? PACE_GROUP_MAX : (__u32)per_flush;
+	__u32 groups_per_flush;
+
+	if (group > cfg->batch)
+		group = cfg->batch;
+	groups_per_flush = (per_flush > cfg->batch ? cfg->batch : per_flush) / group;
+	cfg->pace.rate = rate;
+	cfg->pace.group = group;
+	cfg->pace.batch = group * (groups_per_flush ? groups_per_flush : 1);
+	cfg->pace.call = per_flush < 1 ? 1 : per_call < cfg->pace.batch ? cfg->pace.batch : (__u32)per_call;
+	cfg->pace.gap_ns = (__u64)(group * (double)NSEC_PER_SEC / rate);
+}
+
+/* The program paces the frames: this lane only makes the calls and sleeps
+ * while it is ahead of the schedule.
+ */
+static void program_paced_loop(struct sender *s, struct bpf_test_run_opts *opts)
+{
+	unsigned long long start, sent = 0;
+
+	opts->batch_size = s->cfg->pace.batch;
+	opts->repeat = s->cfg->pace.call;
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	start = now_ns();
+	while (!stopping) {
+		wait_until(start + (unsigned long long)(sent * (double)NSEC_PER_SEC / s->cfg->pace.rate));
+		if (stopping)
+			break;
+		if (bpf_prog_test_run_opts(s->prog_fd, opts)) {
+			s->err = errno;
+			stopping = true;
+			break;
+		}
+		s->sent += opts->repeat;
+		sent += opts->repeat;
+	}
+}
+
 static void *sender_main(void *arg)
 {
 	struct sender *s = arg;
@@ -704,8 +814,12 @@ static void *sender_main(void *arg)
 	}
 	if (s->paced) {
 		/* the other lanes are not needed: calls are cheap while the keeper holds the program */
-		if (s->lanes_started++ == 0)
-			paced_loop(s, &opts);
+		if (s->lanes_started++ == 0) {
+			if (s->cfg->program_paced)
+				program_paced_loop(s, &opts);
+			else
+				paced_loop(s, &opts);
+		}
 		return NULL;
 	}
 	start = now_ns();
@@ -755,18 +869,22 @@ static void print_interval(struct sender *senders, unsigned int n, double t, dou
 }
 
 static void print_summary(const struct config *cfg, struct sender *senders, unsigned int n,
-			  double elapsed)
+			  double elapsed, bool held)
 {
+	/* how --rate was held: by the program, by this process's calls, by call length alone, or no cap */
+	const char *pacing = cfg->rate_pps <= 0 ? "none" : !held ? "call_length" :
+			     cfg->program_paced ? "program" : "calls";
 	unsigned long long total = 0;
 	unsigned int i, f;
 
 	for (i = 0; i < n; i++)
 		total += senders[i].sent;
 	printf("{\"type\":\"summary\",\"sent\":%llu,\"elapsed_s\":%.3f,\"pps\":%.0f,\"rate_pps\":%.0f,\"pkt_len\":%u,"
-	       "\"flows\":%u,\"queues\":%u,\"batch\":%u,\"latency_stamp\":%s,\"dev\":\"%s\",\"stopped_by\":\"%s\","
+	       "\"flows\":%u,\"queues\":%u,\"batch\":%u,\"latency_stamp\":%s,\"pacing\":\"%s\",\"dev\":\"%s\","
+	       "\"stopped_by\":\"%s\","
 	       "\"threads\":[",
 	       total, elapsed, elapsed > 0 ? total / elapsed : 0.0, cfg->rate_pps, cfg->pkt_len, cfg->flows,
-	       cfg->queues, cfg->batch, cfg->latency_stamp ? "true" : "false", cfg->dev,
+	       cfg->queues, cfg->batch, cfg->latency_stamp ? "true" : "false", pacing, cfg->dev,
 	       stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM" : "duration");
 	for (i = 0; i < n; i++) {
 		printf("%s{\"cpu\":%d,\"queue\":%u,\"flows\":[", i ? "," : "", senders[i].cpu,
@@ -793,6 +911,9 @@ int main(int argc, char **argv)
 	void *frame;
 
 	parse_args(argc, argv, &cfg);
+	cfg.program_paced = cfg.rate_pps > 0 && !cfg.latency_stamp;
+	if (cfg.program_paced)
+		plan_pacing(&cfg);
 	check_cpus(&cfg);
 	libbpf_logging();
 	frame = build_frame(&cfg, &frame_len);
@@ -807,6 +928,13 @@ int main(int argc, char **argv)
 		senders[q].nflows = cfg.flows > q ? (cfg.flows - q + cfg.queues - 1) / cfg.queues : 0;
 	}
 	set_cursors(&cfg, cursor_fd, senders);
+	if (held && cfg.program_paced) {
+		struct bpf_map *pace_map = bpf_object__find_map_by_name(obj, PACE_MAP_NAME);
+
+		if (!pace_map)
+			die("the generator object lacks map %s (rebuild bpf/)", PACE_MAP_NAME);
+		set_pacing(&cfg, bpf_map__fd(pace_map), senders);
+	}
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -865,6 +993,6 @@ int main(int argc, char **argv)
 	free(frame);
 	if (err)
 		return EXIT_FAILURE;
-	print_summary(&cfg, senders, nthreads, (end - start) / 1e9);
+	print_summary(&cfg, senders, nthreads, (end - start) / 1e9, held);
 	return EXIT_SUCCESS;
 }

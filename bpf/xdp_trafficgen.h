@@ -31,4 +31,27 @@ struct flow_cursor {
 	__u32 pad;
 };
 
+/* When the next group of frames sent from a CPU may leave (per-CPU array,
+ * key 0), for --rate: the program waits (spins) at the first frame of each
+ * group of group_frames until the group's time, so groups leave evenly spaced
+ * inside one BPF_PROG_RUN call instead of as fast as the CPU makes them (a
+ * group, not each frame, so the clock is read once per group: reading it costs
+ * more than the rest of the program). Groups follow an absolute schedule
+ * (next_ns advances by gap_ns per group); a CPU behind it (after the gap
+ * between two calls) catches up at PACE_CATCHUP_DIVISOR times the rate, never
+ * as fast as it can, so a DUT that keeps up with the rate is never sent a
+ * burst much faster than it.
+ */
+#define PACE_CATCHUP_DIVISOR 2
+/* a spin waits at most this many clock reads (bpf_loop's bound) */
+#define PACE_MAX_SPINS (1U << 20)
+
+struct pace_state {
+	__u64 gap_ns;       /* nanoseconds between two groups of this CPU; 0: no pacing */
+	__u64 next_ns;      /* bpf_ktime_get_ns() when the next group is due; 0: at the first frame */
+	__u64 last_ns;      /* bpf_ktime_get_ns() when the last group left */
+	__u32 group_frames; /* frames per group (1: every frame waits for its own time) */
+	__u32 group_left;   /* frames of the current group still to send */
+};
+
 #endif /* XDP_TRAFFICGEN_H */
