@@ -75,6 +75,10 @@ static __always_inline void wait_for_slot(void)
 	now = bpf_ktime_get_ns();
 	if (!pace->next_ns)
 		pace->next_ns = now;
+	if (now > pace->next_ns + PACE_MAX_LAG_NS) {
+		pace->dropped_ns += now - PACE_MAX_LAG_NS - pace->next_ns;
+		pace->next_ns = now - PACE_MAX_LAG_NS;
+	}
 	leave = pace->next_ns;
 	/* behind the schedule: catch up, but not faster than PACE_CATCHUP_DIVISOR x the rate */
 	earliest = pace->last_ns + pace->gap_ns / PACE_CATCHUP_DIVISOR;

@@ -495,6 +495,27 @@ static void set_pacing(const struct config *cfg, int pace_fd, struct sender *sen
 	free(vals);
 }
 
+/* Seconds of schedule the senders dropped, in all (struct pace_state's dropped_ns). */
+static double pacing_dropped_s(int pace_fd)
+{
+	int ncpus = libbpf_num_possible_cpus(), cpu;
+	struct pace_state *vals;
+	double total = 0;
+	__u32 key = 0;
+
+	if (pace_fd < 0 || ncpus < 0)
+		return 0;
+	vals = calloc(ncpus, sizeof(*vals));
+	if (!vals)
+		die("out of memory");
+	if (!bpf_map_lookup_elem(pace_fd, &key, vals)) {
+		for (cpu = 0; cpu < ncpus; cpu++)
+			total += vals[cpu].dropped_ns / 1e9;
+	}
+	free(vals);
+	return total;
+}
+
 /* Per-CPU cursors: the CPU of queue q's thread walks ports
  * port_base + q, port_base + q + queues, ... (flows i with i % queues == q).
  */
@@ -767,18 +788,24 @@ static void plan_pacing(struct config *cfg)
 }
 
 /* The program paces the frames: this lane only makes the calls and sleeps
- * while it is ahead of the schedule.
+ * while it is ahead of the schedule (which, as the program's, drops what lags
+ * more than PACE_MAX_LAG_NS).
  */
 static void program_paced_loop(struct sender *s, struct bpf_test_run_opts *opts)
 {
-	unsigned long long start, sent = 0;
+	unsigned long long start, due, now, sent = 0;
 
 	opts->batch_size = s->cfg->pace.batch;
 	opts->repeat = s->cfg->pace.call;
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	start = now_ns();
 	while (!stopping) {
-		wait_until(start + (unsigned long long)(sent * (double)NSEC_PER_SEC / s->cfg->pace.rate));
+		due = start + (unsigned long long)(sent * (double)NSEC_PER_SEC / s->cfg->pace.rate);
+		now = now_ns();
+		if (now > due + PACE_MAX_LAG_NS)
+			start += now - due - PACE_MAX_LAG_NS;
+		else
+			wait_until(due);
 		if (stopping)
 			break;
 		if (bpf_prog_test_run_opts(s->prog_fd, opts)) {
@@ -869,7 +896,7 @@ static void print_interval(struct sender *senders, unsigned int n, double t, dou
 }
 
 static void print_summary(const struct config *cfg, struct sender *senders, unsigned int n,
-			  double elapsed, bool held)
+			  double elapsed, bool held, double dropped_s)
 {
 	/* how --rate was held: by the program, by this process's calls, by call length alone, or no cap */
 	const char *pacing = cfg->rate_pps <= 0 ? "none" : !held ? "call_length" :
@@ -880,11 +907,13 @@ static void print_summary(const struct config *cfg, struct sender *senders, unsi
 	for (i = 0; i < n; i++)
 		total += senders[i].sent;
 	printf("{\"type\":\"summary\",\"sent\":%llu,\"elapsed_s\":%.3f,\"pps\":%.0f,\"rate_pps\":%.0f,\"pkt_len\":%u,"
-	       "\"flows\":%u,\"queues\":%u,\"batch\":%u,\"latency_stamp\":%s,\"pacing\":\"%s\",\"dev\":\"%s\","
+	       "\"flows\":%u,\"queues\":%u,\"batch\":%u,\"latency_stamp\":%s,\"pacing\":\"%s\","
+	       "\"schedule_dropped_s\":%.6f,\"dev\":\"%s\","
 	       "\"stopped_by\":\"%s\","
 	       "\"threads\":[",
 	       total, elapsed, elapsed > 0 ? total / elapsed : 0.0, cfg->rate_pps, cfg->pkt_len, cfg->flows,
-	       cfg->queues, cfg->batch, cfg->latency_stamp ? "true" : "false", pacing, cfg->dev,
+	       cfg->queues, cfg->batch, cfg->latency_stamp ? "true" : "false", pacing,
+	       dropped_s, cfg->dev,
 	       stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM" : "duration");
 	for (i = 0; i < n; i++) {
 		printf("%s{\"cpu\":%d,\"queue\":%u,\"flows\":[", i ? "," : "", senders[i].cpu,
@@ -902,7 +931,8 @@ int main(int argc, char **argv)
 	struct sender senders[MAX_QUEUES] = {};
 	unsigned long long start, next_tick, last_tick, end;
 	struct sigaction sa = { .sa_handler = on_signal };
-	int prog_fd, cursor_fd, err = 0;
+	int prog_fd, cursor_fd, pace_fd = -1, err = 0;
+	double dropped_s;
 	unsigned int q, lane, frame_len, nthreads;
 	struct bpf_object *obj;
 	sigset_t block, old;
@@ -933,7 +963,8 @@ int main(int argc, char **argv)
 
 		if (!pace_map)
 			die("the generator object lacks map %s (rebuild bpf/)", PACE_MAP_NAME);
-		set_pacing(&cfg, bpf_map__fd(pace_map), senders);
+		pace_fd = bpf_map__fd(pace_map);
+		set_pacing(&cfg, pace_fd, senders);
 	}
 
 	sigemptyset(&sa.sa_mask);
@@ -987,12 +1018,13 @@ int main(int argc, char **argv)
 			err = 1;
 		}
 	}
+	dropped_s = pacing_dropped_s(pace_fd);
 	if (held)
 		keeper_del();
 	bpf_object__close(obj);
 	free(frame);
 	if (err)
 		return EXIT_FAILURE;
-	print_summary(&cfg, senders, nthreads, (end - start) / 1e9, held);
+	print_summary(&cfg, senders, nthreads, (end - start) / 1e9, held, dropped_s);
 	return EXIT_SUCCESS;
 }

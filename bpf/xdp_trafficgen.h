@@ -43,6 +43,12 @@ struct flow_cursor {
  * burst much faster than it.
  */
 #define PACE_CATCHUP_DIVISOR 2
+/* A CPU more than this behind its schedule (its CPU was taken) drops the
+ * rest of the backlog instead of sending it later, at twice the rate: what a
+ * constant-rate generator does, and the load offered in a measurement window
+ * stays the one asked for (dropped_ns says how much was dropped).
+ */
+#define PACE_MAX_LAG_NS (1000ULL * 1000ULL)
 /* a spin waits at most this many clock reads (bpf_loop's bound) */
 #define PACE_MAX_SPINS (1U << 20)
 
@@ -52,6 +58,7 @@ struct pace_state {
 	__u64 last_ns;      /* bpf_ktime_get_ns() when the last group left */
 	__u32 group_frames; /* frames per group (1: every frame waits for its own time) */
 	__u32 group_left;   /* frames of the current group still to send */
+	__u64 dropped_ns;   /* schedule dropped, in all, by lagging more than PACE_MAX_LAG_NS */
 };
 
 #endif /* XDP_TRAFFICGEN_H */
