@@ -18,13 +18,15 @@
  *
  * With --rate the generator instead holds the program in the dispatcher for
  * its whole run: it attaches it (generic XDP) to a veth pair of its own,
- * KEEPER_IF, which stays down and never carries a frame, so a call costs
+ * KEEPER_PREFIX<pid>, which stays down and never carries a frame, so a call costs
  * tens of microseconds, and one lane per sender paces its frames:
  * - The program paces them (pace_frames, struct pace_state): frames leave
  *   in groups of at most PACE_GROUP_MAX (PACE_FLUSH_NS worth at the rate),
  *   each group waiting in the kernel for its slot on an absolute schedule;
  *   a call holds PACE_CALL_NS of the schedule, and the kernel flushes about
- *   every PACE_FLUSH_NS. Frames so reach the DUT evenly spaced.
+ *   every PACE_FLUSH_NS. Frames so reach the DUT evenly spaced. The CPU
+ *   spins between groups (below 1 / PACE_FLUSH_NS frames/s a call is
+ *   one frame and the lane sleeps between calls instead).
  *   Pacing only the calls from userspace was not enough: a call costs
  *   ~55 us, so above ~1 Mpps a lane fell behind, doubled its burst, and a
  *   burst went out at the generator's full speed (~16 Mpps here, faster
@@ -120,9 +122,14 @@
  * reaches the DUT's ring in one ndo_xdp_xmit anyway
  */
 #define PACE_GROUP_MAX 16
-/* the veth pair that holds the program in the XDP dispatcher (never up) */
-#define KEEPER_IF "xdplab-tgkeep"
-#define KEEPER_PEER "xdplab-tgkeep1"
+/* the senders' common schedule begins this long after it is set */
+#define PACE_START_NS (2 * NSEC_PER_MSEC)
+/* the veth pair that holds the program in the XDP dispatcher (never up),
+ * named for this process (<prefix><pid>): generators may run side by side in
+ * one network namespace; a pair whose process is gone is removed at start
+ */
+#define KEEPER_PREFIX "xdptgk"
+#define KEEPER_PEER_PREFIX "xdptgp"
 
 struct config {
 	const char *dev;
@@ -148,6 +155,7 @@ struct config {
 		__u32 call;    /* frames per BPF_PROG_RUN call */
 		__u64 gap_ns;  /* between two groups of one sender */
 		double rate;   /* frames/s of one sender */
+		__u64 start_ns; /* CLOCK_MONOTONIC: the first group of every sender is due */
 	} pace;
 	const char *obj_path;
 };
@@ -160,6 +168,7 @@ struct sender {
 	unsigned int queue;
 	int cpu;
 	int prog_fd;
+	int pace_fd; /* the program's pace_states (program pacing) */
 	unsigned int nflows;
 	const struct config *cfg;
 	const void *frame;
@@ -472,7 +481,7 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 }
 
 /* Per-CPU pacing (program pacing): the CPU of queue q's thread sends a group
- * every gap_ns, its share of --rate; its schedule starts at its first frame.
+ * every gap_ns, its share of --rate, the first at pace.start_ns.
  */
 static void set_pacing(const struct config *cfg, int pace_fd, struct sender *senders)
 {
@@ -489,6 +498,8 @@ static void set_pacing(const struct config *cfg, int pace_fd, struct sender *sen
 	for (q = 0; q < cfg->ncpus; q++) {
 		vals[senders[q].cpu].gap_ns = cfg->pace.gap_ns;
 		vals[senders[q].cpu].group_frames = cfg->pace.group;
+		/* the program's schedule is the lanes': bpf_ktime_get_ns() is CLOCK_MONOTONIC too */
+		vals[senders[q].cpu].next_ns = cfg->pace.start_ns;
 	}
 	if (bpf_map_update_elem(pace_fd, &key, vals, BPF_ANY))
 		die("cannot set the pacing: %s", strerror(errno));
@@ -649,14 +660,36 @@ struct nl_link_req {
 	char attrs[256];
 };
 
-static int keeper_del(void)
+static char keeper_if[IF_NAMESIZE], keeper_peer[IF_NAMESIZE];
+
+static int keeper_del(const char *name)
 {
 	struct nl_link_req req = { .nh = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
 					   .nlmsg_type = RTM_DELLINK },
 				   .ifi = { .ifi_family = AF_UNSPEC } };
 
-	nl_attr(&req.nh, IFLA_IFNAME, KEEPER_IF, sizeof(KEEPER_IF));
+	nl_attr(&req.nh, IFLA_IFNAME, name, strlen(name) + 1);
 	return nl_request(&req.nh);
+}
+
+/* Remove the keepers of generators that are gone (killed before they could). */
+static void keeper_del_stale(void)
+{
+	struct if_nameindex *ifs = if_nameindex(), *i;
+	size_t len = strlen(KEEPER_PREFIX);
+	char *end;
+	long pid;
+
+	if (!ifs)
+		return;
+	for (i = ifs; i->if_index; i++) {
+		if (strncmp(i->if_name, KEEPER_PREFIX, len))
+			continue;
+		pid = strtol(i->if_name + len, &end, 10);
+		if (*end || pid <= 0 || (kill((pid_t)pid, 0) && errno == ESRCH))
+			keeper_del(i->if_name);
+	}
+	if_freenameindex(ifs);
 }
 
 static int keeper_add(void)
@@ -668,7 +701,7 @@ static int keeper_add(void)
 	struct ifinfomsg peer = { .ifi_family = AF_UNSPEC };
 	struct rtattr *linkinfo, *data, *peer_nest;
 
-	nl_attr(&req.nh, IFLA_IFNAME, KEEPER_IF, sizeof(KEEPER_IF));
+	nl_attr(&req.nh, IFLA_IFNAME, keeper_if, strlen(keeper_if) + 1);
 	linkinfo = nl_nest(&req.nh, IFLA_LINKINFO);
 	nl_attr(&req.nh, IFLA_INFO_KIND, "veth", sizeof("veth"));
 	data = nl_nest(&req.nh, IFLA_INFO_DATA);
@@ -676,7 +709,7 @@ static int keeper_add(void)
 	/* the peer's payload: its ifinfomsg, then its attributes */
 	memcpy((char *)&req.nh + req.nh.nlmsg_len, &peer, sizeof(peer));
 	req.nh.nlmsg_len += NLMSG_ALIGN(sizeof(peer));
-	nl_attr(&req.nh, IFLA_IFNAME, KEEPER_PEER, sizeof(KEEPER_PEER));
+	nl_attr(&req.nh, IFLA_IFNAME, keeper_peer, strlen(keeper_peer) + 1);
 	nl_nest_end(&req.nh, peer_nest);
 	nl_nest_end(&req.nh, data);
 	nl_nest_end(&req.nh, linkinfo);
@@ -690,19 +723,21 @@ static bool hold_dispatcher(int prog_fd)
 {
 	int err, ifindex;
 
-	keeper_del(); /* a keeper left by a killed run */
+	snprintf(keeper_if, sizeof(keeper_if), KEEPER_PREFIX "%d", (int)getpid());
+	snprintf(keeper_peer, sizeof(keeper_peer), KEEPER_PEER_PREFIX "%d", (int)getpid());
+	keeper_del_stale();
 	err = keeper_add();
 	if (err) {
 		fprintf(stderr, "xdplab-trafficgen: warning: cannot create %s (%s): --rate sends 25 ms bursts\n",
-			KEEPER_IF, strerror(-err));
+			keeper_if, strerror(-err));
 		return false;
 	}
-	ifindex = if_nametoindex(KEEPER_IF);
+	ifindex = if_nametoindex(keeper_if);
 	err = ifindex ? bpf_xdp_attach(ifindex, prog_fd, XDP_FLAGS_SKB_MODE, NULL) : -ENODEV;
 	if (err) {
 		fprintf(stderr, "xdplab-trafficgen: warning: cannot attach to %s (%s): --rate sends 25 ms bursts\n",
-			KEEPER_IF, strerror(-err));
-		keeper_del();
+			keeper_if, strerror(-err));
+		keeper_del(keeper_if);
 		return false;
 	}
 	return true;
@@ -766,46 +801,58 @@ static void paced_loop(struct sender *s, struct bpf_test_run_opts *opts)
 }
 
 /* How the program paces one sender's share of --rate (see the top comment).
- * Below 1 / PACE_FLUSH_NS frames/s every frame is a group and a call of its
- * own, so the program never waits long with bottom halves off: this lane
- * sleeps until the frame is due.
+ * Below one frame per PACE_FLUSH_NS a call is one frame and this lane
+ * sleeps until it is due, so the program hardly waits and the CPU is free in
+ * between. Above, calls hold PACE_CALL_NS of groups the program spaces by
+ * spinning: small calls cost ~2 us per frame here (each call's page pool is
+ * new) and a sleeping lane woke 0.2-1 ms late, so sleeping between calls of
+ * a few dozen frames lost up to 10 % of the rate at 0.25 Mpps.
  */
 static void plan_pacing(struct config *cfg)
 {
 	double rate = cfg->rate_pps / (double)cfg->ncpus;
 	double per_flush = rate * PACE_FLUSH_NS / NSEC_PER_SEC, per_call = rate * PACE_CALL_NS / NSEC_PER_SEC;
-	__u32 group = per_flush < 1 ? 1 : per_flush > PACE_GROUP_MAX ? PACE_GROUP_MAX : (__u32)per_flush;
-	__u32 groups_per_flush;
+	__u32 group, groups_per_flush;
 
-	if (group > cfg->batch)
-		group = cfg->batch;
-	groups_per_flush = (per_flush > cfg->batch ? cfg->batch : per_flush) / group;
 	cfg->pace.rate = rate;
-	cfg->pace.group = group;
-	cfg->pace.batch = group * (groups_per_flush ? groups_per_flush : 1);
-	cfg->pace.call = per_flush < 1 ? 1 : per_call < cfg->pace.batch ? cfg->pace.batch : (__u32)per_call;
-	cfg->pace.gap_ns = (__u64)(group * (double)NSEC_PER_SEC / rate);
+	if (per_flush < 1) {
+		cfg->pace.group = 1;
+		cfg->pace.batch = 1;
+		cfg->pace.call = 1;
+	} else {
+		group = per_flush > PACE_GROUP_MAX ? PACE_GROUP_MAX : (__u32)per_flush;
+		if (group > cfg->batch)
+			group = cfg->batch;
+		groups_per_flush = (per_flush > cfg->batch ? cfg->batch : per_flush) / group;
+		cfg->pace.group = group;
+		cfg->pace.batch = group * (groups_per_flush ? groups_per_flush : 1);
+		cfg->pace.call = per_call < cfg->pace.batch ? cfg->pace.batch : (__u32)per_call;
+	}
+	cfg->pace.gap_ns = (__u64)(cfg->pace.group * (double)NSEC_PER_SEC / rate);
 }
 
-/* The program paces the frames: this lane only makes the calls and sleeps
- * while it is ahead of the schedule (which, as the program's, drops what lags
- * more than PACE_MAX_LAG_NS).
+/* The program paces the frames: this lane only makes the calls, and sleeps
+ * until the program's schedule (struct pace_state's next_ns, read back after
+ * each call: the program may have dropped a lag) says the next group is due.
  */
 static void program_paced_loop(struct sender *s, struct bpf_test_run_opts *opts)
 {
-	unsigned long long start, due, now, sent = 0;
+	int ncpus = libbpf_num_possible_cpus();
+	struct pace_state *vals = calloc(ncpus > 0 ? ncpus : 1, sizeof(*vals));
+	unsigned long long due = s->cfg->pace.start_ns;
+	__u32 key = 0;
 
+	if (!vals || ncpus <= 0) {
+		s->err = ENOMEM;
+		stopping = true;
+		free(vals);
+		return;
+	}
 	opts->batch_size = s->cfg->pace.batch;
 	opts->repeat = s->cfg->pace.call;
 	prctl(PR_SET_TIMERSLACK, 1UL);
-	start = now_ns();
 	while (!stopping) {
-		due = start + (unsigned long long)(sent * (double)NSEC_PER_SEC / s->cfg->pace.rate);
-		now = now_ns();
-		if (now > due + PACE_MAX_LAG_NS)
-			start += now - due - PACE_MAX_LAG_NS;
-		else
-			wait_until(due);
+		wait_until(due);
 		if (stopping)
 			break;
 		if (bpf_prog_test_run_opts(s->prog_fd, opts)) {
@@ -814,8 +861,14 @@ static void program_paced_loop(struct sender *s, struct bpf_test_run_opts *opts)
 			break;
 		}
 		s->sent += opts->repeat;
-		sent += opts->repeat;
+		if (bpf_map_lookup_elem(s->pace_fd, &key, vals)) {
+			s->err = errno;
+			stopping = true;
+			break;
+		}
+		due = vals[s->cpu].next_ns;
 	}
+	free(vals);
 }
 
 static void *sender_main(void *arg)
@@ -964,7 +1017,11 @@ int main(int argc, char **argv)
 		if (!pace_map)
 			die("the generator object lacks map %s (rebuild bpf/)", PACE_MAP_NAME);
 		pace_fd = bpf_map__fd(pace_map);
+		/* time for the threads to start, then every sender's schedule begins */
+		cfg.pace.start_ns = now_ns() + PACE_START_NS;
 		set_pacing(&cfg, pace_fd, senders);
+		for (q = 0; q < nthreads; q++)
+			senders[q].pace_fd = pace_fd;
 	}
 
 	sigemptyset(&sa.sa_mask);
@@ -1020,7 +1077,7 @@ int main(int argc, char **argv)
 	}
 	dropped_s = pacing_dropped_s(pace_fd);
 	if (held)
-		keeper_del();
+		keeper_del(keeper_if);
 	bpf_object__close(obj);
 	free(frame);
 	if (err)

@@ -48,7 +48,7 @@ struct flow_cursor {
  * constant-rate generator does, and the load offered in a measurement window
  * stays the one asked for (dropped_ns says how much was dropped).
  */
-#define PACE_MAX_LAG_NS (1000ULL * 1000ULL)
+#define PACE_MAX_LAG_NS (20 * 1000ULL * 1000ULL)
 /* a spin waits at most this many clock reads (bpf_loop's bound) */
 #define PACE_MAX_SPINS (1U << 20)
 
