@@ -336,6 +336,21 @@ static void check_cpus(const struct config *cfg)
 	}
 }
 
+/* Keep the main thread (it prints once a second) on the senders' CPUs: off
+ * the DUT's, whatever CPUs the caller let this process run on.
+ */
+static void pin_main_thread(const struct config *cfg)
+{
+	cpu_set_t set;
+	unsigned int q;
+
+	CPU_ZERO(&set);
+	for (q = 0; q < cfg->ncpus; q++)
+		CPU_SET(cfg->cpus[q], &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("cannot run on the CPUs of --cpus: %s", strerror(errno));
+}
+
 /* The template frame: Ethernet, IPv4, UDP 9 -> port-base, zero payload. */
 static void *build_frame(const struct config *cfg, unsigned int *frame_len)
 {
@@ -480,21 +495,32 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 	return obj;
 }
 
+/* A zeroed array of one per-CPU map value for every possible CPU (what a
+ * BPF_MAP_TYPE_PERCPU_ARRAY lookup or update takes); *ncpus is its length.
+ */
+static void *percpu_values(size_t value_size, int *ncpus)
+{
+	void *vals;
+
+	*ncpus = libbpf_num_possible_cpus();
+	if (*ncpus < 0)
+		die("cannot count possible CPUs: %s", strerror(-*ncpus));
+	vals = calloc(*ncpus, value_size);
+	if (!vals)
+		die("out of memory");
+	return vals;
+}
+
 /* Per-CPU pacing (program pacing): the CPU of queue q's thread sends a group
  * every gap_ns, its share of --rate, the first at pace.start_ns.
  */
 static void set_pacing(const struct config *cfg, int pace_fd, struct sender *senders)
 {
-	int ncpus = libbpf_num_possible_cpus();
-	struct pace_state *vals;
+	int ncpus;
+	struct pace_state *vals = percpu_values(sizeof(*vals), &ncpus);
 	__u32 key = 0;
 	unsigned int q;
 
-	if (ncpus < 0)
-		die("cannot count possible CPUs: %s", strerror(-ncpus));
-	vals = calloc(ncpus, sizeof(*vals));
-	if (!vals)
-		die("out of memory");
 	for (q = 0; q < cfg->ncpus; q++) {
 		vals[senders[q].cpu].gap_ns = cfg->pace.gap_ns;
 		vals[senders[q].cpu].group_frames = cfg->pace.group;
@@ -509,16 +535,14 @@ static void set_pacing(const struct config *cfg, int pace_fd, struct sender *sen
 /* Seconds of schedule the senders dropped, in all (struct pace_state's dropped_ns). */
 static double pacing_dropped_s(int pace_fd)
 {
-	int ncpus = libbpf_num_possible_cpus(), cpu;
+	int ncpus, cpu;
 	struct pace_state *vals;
 	double total = 0;
 	__u32 key = 0;
 
-	if (pace_fd < 0 || ncpus < 0)
+	if (pace_fd < 0)
 		return 0;
-	vals = calloc(ncpus, sizeof(*vals));
-	if (!vals)
-		die("out of memory");
+	vals = percpu_values(sizeof(*vals), &ncpus);
 	if (!bpf_map_lookup_elem(pace_fd, &key, vals)) {
 		for (cpu = 0; cpu < ncpus; cpu++)
 			total += vals[cpu].dropped_ns / 1e9;
@@ -532,16 +556,11 @@ static double pacing_dropped_s(int pace_fd)
  */
 static void set_cursors(const struct config *cfg, int cursor_fd, struct sender *senders)
 {
-	int ncpus = libbpf_num_possible_cpus();
-	struct flow_cursor *vals;
+	int ncpus;
+	struct flow_cursor *vals = percpu_values(sizeof(*vals), &ncpus);
 	__u32 key = 0;
 	unsigned int q;
 
-	if (ncpus < 0)
-		die("cannot count possible CPUs: %s", strerror(-ncpus));
-	vals = calloc(ncpus, sizeof(*vals));
-	if (!vals)
-		die("out of memory");
 	for (q = 0; q < cfg->ncpus; q++) {
 		struct flow_cursor *c = &vals[senders[q].cpu];
 
@@ -998,6 +1017,7 @@ int main(int argc, char **argv)
 	if (cfg.program_paced)
 		plan_pacing(&cfg);
 	check_cpus(&cfg);
+	pin_main_thread(&cfg);
 	libbpf_logging();
 	frame = build_frame(&cfg, &frame_len);
 	obj = load_obj(&cfg, &prog_fd, &cursor_fd);
