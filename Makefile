@@ -128,7 +128,11 @@ test-kernel-nobtf: system-deps
 molecule: system-deps
 	$(VENV)/bin/molecule test --all
 
-test: lint sanity system-deps
+# lint and sanity read the tree and use one CPU each: side by side (--output-sync keeps each one's output whole),
+# after the venv is complete (both install into it); ~50 s less here (lint 55 s, sanity 64 s alone)
+test: $(VENV)/.test-deps
+	$(MAKE) --no-print-directory --output-sync=target -j2 lint sanity
+	$(MAKE) --no-print-directory system-deps
 	$(VENV)/bin/pytest -q --durations=80 tests
 	$(VENV)/bin/molecule test --all
 
