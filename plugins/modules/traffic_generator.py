@@ -258,6 +258,20 @@ summary:
     version:
       description: Version string of the generator program.
       type: str
+    pacing:
+      description:
+        - "Backend xdp_live: how C(--rate) was held: V(program) (the program spaces the frames, xdplab-trafficgen
+          0.2.0), V(calls) (userspace paces bursts: C(latency_stamp)), V(call_length) (no keeper: bursts as long
+          as a call), V(none) (no rate). Null from an older generator."
+      type: str
+      sample: program
+    schedule_dropped_s:
+      description:
+        - "Backend xdp_live: seconds of the paced schedule the senders dropped, in all, because one lagged more than
+          20 ms behind it (its CPU was taken): frames not sent rather than sent late in a burst. Null from an older
+          generator."
+      type: float
+      sample: 0.0
     complete:
       description:
         - False when the run printed no summary (it was killed) and these numbers come from its interval records.

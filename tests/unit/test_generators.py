@@ -171,8 +171,8 @@ FAKE_GEN = textwrap.dedent(
     #!%s
     import json, signal, sys, time
     def bye(*_):
-        print(json.dumps({"type": "summary", "sent": 5000, "elapsed_s": 0.1, "pps": 50000.0, "version": "fake"}),
-              flush=True)
+        print(json.dumps({"type": "summary", "sent": 5000, "elapsed_s": 0.1, "pps": 50000.0, "version": "fake",
+                          "pacing": "program", "schedule_dropped_s": 0.012}), flush=True)
         sys.exit(0)
     signal.signal(signal.SIGINT, bye)
     print("ready", file=sys.stderr, flush=True)
@@ -245,6 +245,8 @@ def test_stop_returns_the_summary_and_a_second_stop_is_not_an_error(generator, t
     first, _m = generator("stopped")
     assert first["changed"] is True
     assert first["summary"]["sent"] == 5000 and first["summary"]["complete"] is True
+    # how the rate was held, and what schedule a lagging sender dropped (xdplab-trafficgen 0.2.0), passed on
+    assert first["summary"]["pacing"] == "program" and first["summary"]["schedule_dropped_s"] == 0.012
     assert first["process"]["exit_status"] == 0 and first["process"]["signal"] is None
     second, _m = generator("stopped")
     assert second["changed"] is False and "stopped already" in second["msg"]

@@ -178,6 +178,10 @@ class XdpLiveGenerator:
             "complete": final.get("complete", True),
             "egress": egress,
             "latency_stamp": bool(final.get("latency_stamp", False)),
+            # how --rate was held (xdplab-trafficgen 0.2.0: program, calls, call_length, none) and the seconds of
+            # schedule dropped because a sender lagged (its CPU was taken); None from older builds
+            "pacing": final.get("pacing"),
+            "schedule_dropped_s": final.get("schedule_dropped_s"),
             "version": final.get("version", ""),
             "command": (state or {}).get("command", []),
         }
