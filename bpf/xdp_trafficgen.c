@@ -177,7 +177,8 @@ struct sender {
 	_Atomic unsigned int lanes_started;
 	bool paced;                   /* one lane, paced: the keeper holds the dispatcher */
 	unsigned long long last_sent; /* main thread only: for intervals */
-	int err;                      /* errno of a failed BPF_PROG_RUN */
+	int err;                      /* errno of a failed BPF_PROG_RUN (or of err_what) */
+	const char *err_what;         /* what failed when it was not BPF_PROG_RUN */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -863,6 +864,7 @@ static void program_paced_loop(struct sender *s, struct bpf_test_run_opts *opts)
 
 	if (!vals || ncpus <= 0) {
 		s->err = ENOMEM;
+		s->err_what = "allocating the per-CPU pace_states values";
 		stopping = true;
 		free(vals);
 		return;
@@ -882,6 +884,7 @@ static void program_paced_loop(struct sender *s, struct bpf_test_run_opts *opts)
 		s->sent += opts->repeat;
 		if (bpf_map_lookup_elem(s->pace_fd, &key, vals)) {
 			s->err = errno;
+			s->err_what = "reading map " PACE_MAP_NAME;
 			stopping = true;
 			break;
 		}
@@ -1088,7 +1091,11 @@ int main(int argc, char **argv)
 	end = now_ns();
 
 	for (q = 0; q < nthreads; q++) {
-		if (senders[q].err) {
+		if (senders[q].err && senders[q].err_what) {
+			fprintf(stderr, "xdplab-trafficgen: queue %u on CPU %d: %s failed: %s\n", q, senders[q].cpu,
+				senders[q].err_what, strerror(senders[q].err));
+			err = 1;
+		} else if (senders[q].err) {
 			fprintf(stderr, "xdplab-trafficgen: queue %u on CPU %d: BPF_PROG_RUN failed: %s%s\n",
 				q, senders[q].cpu, strerror(senders[q].err),
 				senders[q].err == EINVAL ? " (kernel without BPF_F_TEST_XDP_LIVE_FRAMES, or bad CPU affinity?)" : "");
