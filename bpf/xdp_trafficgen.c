@@ -154,7 +154,6 @@ struct config {
 		__u32 batch;   /* frames per kernel flush, a multiple of group */
 		__u32 call;    /* frames per BPF_PROG_RUN call */
 		__u64 gap_ns;  /* between two groups of one sender */
-		double rate;   /* frames/s of one sender */
 		__u64 start_ns; /* CLOCK_MONOTONIC: the first group of every sender is due */
 	} pace;
 	const char *obj_path;
@@ -834,7 +833,6 @@ static void plan_pacing(struct config *cfg)
 	double per_flush = rate * PACE_FLUSH_NS / NSEC_PER_SEC, per_call = rate * PACE_CALL_NS / NSEC_PER_SEC;
 	__u32 group, groups_per_flush;
 
-	cfg->pace.rate = rate;
 	if (per_flush < 1) {
 		cfg->pace.group = 1;
 		cfg->pace.batch = 1;
