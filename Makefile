@@ -125,8 +125,19 @@ integration: system-deps
 test-kernel-nobtf: system-deps
 	XDPLAB_BUILD_NOBTF_KERNEL=1 $(VENV)/bin/pytest -q tests/integration/test_kernel_nobtf.py
 
+# molecule's scenarios: the two that compile (kernel, dpdk: ccache, make -j on both CPUs) beside the three that are
+# Ansible's time (trex, tuning, vlab: one CPU at most), each stream one scenario after another (their names, paths
+# and namespaces are their own); then default alone, since it measures a paper_drop on its lab
+MOLECULE_BUILDS := kernel dpdk
+MOLECULE_PLAYS := trex tuning vlab
+.PHONY: molecule-builds molecule-plays
+molecule-builds molecule-plays: $(VENV)/.test-deps
+	for s in $(if $(filter molecule-builds,$@),$(MOLECULE_BUILDS),$(MOLECULE_PLAYS)); do \
+	  $(VENV)/bin/molecule test -s $$s || exit 1; done
+
 molecule: system-deps
-	$(VENV)/bin/molecule test --all
+	$(MAKE) --no-print-directory --output-sync=target -j2 molecule-builds molecule-plays
+	$(VENV)/bin/molecule test -s default
 
 # lint and sanity read the tree and use one CPU each: side by side (--output-sync keeps each one's output whole),
 # after the venv is complete (both install into it); ~50 s less here (lint 55 s, sanity 64 s alone)
@@ -134,7 +145,7 @@ test: $(VENV)/.test-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 lint sanity
 	$(MAKE) --no-print-directory system-deps
 	$(VENV)/bin/pytest -q --durations=80 tests
-	$(VENV)/bin/molecule test --all
+	$(MAKE) --no-print-directory molecule
 
 bench: system-deps
 	$(VENV)/bin/python benchmarks/systems_vs_xdp.py

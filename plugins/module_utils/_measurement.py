@@ -68,7 +68,8 @@ class SamplingError(ValueError):
 
 
 class Sampler:
-    """Warm-up, then samples + 1 snapshots every interval seconds on an absolute schedule.
+    """Warm-up, then samples + 1 snapshots every interval seconds on an absolute schedule (fewer when
+    ``end_when()`` says the window is over).
 
     ``read()`` returns one snapshot of the counters (any object). ``run(read)`` returns
     ``[(t_monotonic, snapshot), ...]``: the first is the window's start, the last its end.
@@ -76,9 +77,13 @@ class Sampler:
     """
 
     def __init__(self, warmup=0.0, interval=1.0, samples=3, clock=time.monotonic, sleep=time.sleep,
-                 start_at=None, realtime=time.time, cpu_window_cpus=(), cpu_snapshot=None):
+                 start_at=None, realtime=time.time, cpu_window_cpus=(), cpu_snapshot=None, end_when=None):
         self.warmup, self.interval, self.samples = float(warmup), float(interval), int(samples)
         self.clock, self.sleep = clock, sleep
+        # end_when(): asked after each snapshot but the last; True ends the window there, before O(samples) (at least
+        # one sample). For a process that must run until traffic sent from elsewhere has ended (testpmd's
+        # window_end_file): its samples are an upper bound, not a length to wait out.
+        self.end_when = end_when
         # cpu_window_cpus: cpu_usage snapshots of these CPUs at the window's edges (just after its first read and just
         # after its last), so the CPU figures cover the very window that was counted, with no module call around it.
         # cpu_snapshot(cpus) takes one (default: _cpustat.window_snapshot); the pair is in cpu_window after run().
@@ -147,6 +152,8 @@ class Sampler:
         for i in range(1, self.samples + 1):
             self.wait_until(start + i * self.interval)
             snaps.append((self.clock(), read()))
+            if i < self.samples and self.end_when is not None and self.end_when():
+                break
         if cpu_start is not None:
             self.cpu_window = {"cpus": self.cpu_window_cpus, "start": cpu_start, "end": self.take_cpu_snapshot()}
         return snaps

@@ -153,6 +153,17 @@ options:
     description: Seconds testpmd may take to come up to its prompt, and per command.
     type: float
     default: 60.0
+  window_end_file:
+    description:
+      - A file that may hold a time on CLOCK_REALTIME (epoch seconds, as text). Once that time has passed, the window
+        ends at the next sample, before O(samples) if need be (at least one sample); a note says so. O(samples) is
+        then the longest the window may last, not a length to wait out.
+      - For a testpmd that must forward until traffic sent from elsewhere has ended, when that end is only known
+        after testpmd started (the role xdplab.testbed.experiment's latency trials write the generator's end into
+        it once the generator has started).
+      - Removed when the measurement starts (a file an earlier run left never ends this one) and when it ends.
+      - A file that does not hold a number is ignored (a note says so) and the window lasts O(samples).
+    type: path
 requirements:
   - dpdk-testpmd (Debian package dpdk-dev; DPDK 22.11 on Debian 12), root
   - hugepages mounted and reserved (role xdplab.testbed.dpdk) unless O(no_huge=true)
@@ -407,6 +418,8 @@ class Testpmd:
         self.result = {"changed": False, "command": [], "notes": []}
         self.run_files = tp.RunFiles(self.p["run_dir"], self.p["name"])
         self.afxdp_ifaces = []
+        self.realtime = time.time
+        self.window_end_note = None
 
     def fail(self, msg, **kw):
         self.module.fail_json(msg=msg, **dict(self.result, **kw))
@@ -426,7 +439,8 @@ class Testpmd:
             if p[key] < 1:
                 self.fail("%s must be at least 1, got %d" % (key, p[key]))
         try:
-            self.sampler = _measurement.Sampler.from_params(p, clock=self.clock, sleep=self.sleep)
+            self.sampler = _measurement.Sampler.from_params(
+                p, clock=self.clock, sleep=self.sleep, end_when=self.window_ended if p.get("window_end_file") else None)
         except _measurement.SamplingError as exc:
             self.fail(str(exc))
         for key in ("rxd", "txd", "burst", "mbufs", "memory_mb"):
@@ -617,6 +631,7 @@ class Testpmd:
             self.module.warn("stopped a leftover testpmd run %s (pid %d) before measuring" % (p["name"], leftover["pid"]))
             self.stop_leftover(leftover)
         os.makedirs(p["run_dir"], exist_ok=True)
+        self.remove_window_end_file()
         session = None
         try:
             # through the one process helper: its supervisor records how testpmd ended, even after a kill -9
@@ -637,7 +652,36 @@ class Testpmd:
             self.fail(reason or "%s; see eal_log" % exc)
         finally:
             self.close(session)
+            self.remove_window_end_file()
         return self.result
+
+    def window_ended(self):
+        """The sampler's end_when: window_end_file holds a time on CLOCK_REALTIME that has passed."""
+        path = self.p["window_end_file"]
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            self.window_end_note = "window_end_file %s could not be read (%s): the window lasted its samples" % (path, exc)
+            return False
+        try:
+            end = float(text)
+        except ValueError:
+            self.window_end_note = "window_end_file %s does not hold a time (%r): the window lasted its samples" % (
+                path, text[:40])
+            return False
+        if self.realtime() < end:
+            return False
+        self.window_end_note = "the window ended before its %d samples: window_end_file's time %.3f had passed" % (
+            self.p["samples"], end)
+        return True
+
+    def remove_window_end_file(self):
+        path = self.p.get("window_end_file")
+        if path and os.path.lexists(path):
+            os.unlink(path)
 
     def close(self, session):
         if session is None or getattr(session, "closed", False):
@@ -719,6 +763,8 @@ class Testpmd:
             return (sent + done) / 2.0, tp.parse_xstats(out)
 
         snaps = [snap for _t, snap in self.sampler.run(read, before_window=before_window)]
+        if self.window_end_note:
+            self.result["notes"].append(self.window_end_note)
         cpu["end"] = self.cpu_snapshot(forwarding)
         self.result["cpu_window"] = dict(cpu, cpus=forwarding) if cpu["start"] and cpu["end"] else None
         fwd_first = fwd["first"]
@@ -765,6 +811,7 @@ def argument_spec():
         extra_eal_args=dict(type="list", elements="str", default=[]),
         extra_args=dict(type="list", elements="str", default=[]),
         timeout=dict(type="float", default=60.0),
+        window_end_file=dict(type="path"),
     )
 
 

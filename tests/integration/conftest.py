@@ -197,19 +197,53 @@ def bpf_build():
     return built
 
 
+# where the role xdplab.testbed.bpf_programs builds (bpf_programs_build_dir) and installs (bpf_programs_prefix)
+PROGRAMS_BUILD_DIR = "/var/lib/xdplab/bpf"
+PROGRAMS_PREFIX = "/usr/local/lib/xdplab"
+
+
+def programs_current(installed):
+    """Whether the lab tests may skip the role bpf_programs: every file of ``installed`` (paths under its prefix) is
+    there, AND what it was built from is this tree's bpf/ (the role's build directory holds the same sources and make
+    finds nothing out of date there). A file that merely exists may be an older checkout's: a generator of another
+    version would then be measured."""
+    if not all(os.path.exists(os.path.join(PROGRAMS_PREFIX, p)) for p in installed):
+        return False
+    tree = os.path.join(ROOT, "bpf")
+    for name in sorted(os.listdir(tree)):
+        src = os.path.join(tree, name)
+        if not os.path.isfile(src):
+            continue
+        try:
+            with open(src, "rb") as a, open(os.path.join(PROGRAMS_BUILD_DIR, name), "rb") as b:
+                if a.read() != b.read():
+                    return False
+        except OSError:
+            return False
+    return subprocess.run(["make", "-q", "-C", PROGRAMS_BUILD_DIR, "all", "install"], capture_output=True,
+                          check=False).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def installed_programs():
+    """programs_current as a fixture: installed_programs("bin/xdplab-trafficgen", ...) -> bool."""
+    return lambda *installed: programs_current(installed)
+
+
 @pytest.fixture
 def lab_playbook(tmp_path):
     """Runs an experiment playbook on the virtual lab (inventories/vlab, the fixed xdplab-tg / xdplab-dut: under the
     lab lock) and returns its records: lab_playbook("paper_forward", {vars}, installed=[paths under the prefix]).
     Phases the other lab tests installed are skipped (controller, tuning, DUT software, the report; the programs
-    too when every file of ``installed`` is in /usr/local/lib/xdplab); results go to tmp_path. Skips without the
+    too when every file of ``installed`` is in /usr/local/lib/xdplab, built from this tree: programs_current);
+    results go to tmp_path. Skips without the
     repository's .venv; a failed run fails the test with its first failed task and its last output."""
     playbook = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
     if not os.path.exists(playbook):
         pytest.skip("needs the repository's .venv (make venv)")
 
     def run(name, extra, installed=()):
-        built = all(os.path.exists(os.path.join("/usr/local/lib/xdplab", p)) for p in installed)
+        built = programs_current(installed)
         skip = "controller,tuning,dut_software,experiment_report" + (",bpf_programs" if built else "")
         res = subprocess.run(
             [playbook, "-i", os.path.join(ROOT, "inventories", "vlab"), os.path.join(ROOT, "playbooks", name + ".yml"),

@@ -22,7 +22,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 INVENTORY = os.path.join(ROOT, "inventories", "vlab")
 ANSIBLE_PLAYBOOK = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
-PREFIX = "/usr/local/lib/xdplab"
 # the shortest trials that still measure: 0.5 s warm-up, one 1 s sample; no DPDK, no host tuning on the vlab.
 # The generator's slack is long: the trial stops the generator once it has measured, and on a loaded machine
 # Ansible took 8-10 s from the generator's start to its stop (with 2-3 s the generator had ended before the
@@ -57,9 +56,8 @@ def run(playbook, extra, results, timeout=300, skip_tags=None):
     return res.returncode, " ".join((res.stdout + res.stderr).split())
 
 
-def lab_skip_tags():
+def lab_skip_tags(built):
     """What a lab test need not redo: packages, tuning, reports, and the programs when they are built."""
-    built = all(os.path.exists(os.path.join(PREFIX, p)) for p in ("bin/xdplab-trafficgen", "lib/bpf/xdp_bench.bpf.o"))
     return "controller,tuning,dut_software,experiment_report" + (",bpf_programs" if built else "")
 
 
@@ -68,13 +66,14 @@ ON_THE_LAB = "testbed,experiment_report"
 
 
 @pytest.fixture(scope="module")
-def vlab(tmp_path_factory):
+def vlab(tmp_path_factory, installed_programs):
     """The virtual lab, built once for this file's lab tests (testbed_up.yml), torn down after the last one."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, XDP)")
     before = namespaces()
     logs = tmp_path_factory.mktemp("vlab")
-    rc, out = run("testbed_up.yml", FAST, logs, timeout=600, skip_tags=lab_skip_tags())
+    built = installed_programs("bin/xdplab-trafficgen", "lib/bpf/xdp_bench.bpf.o")
+    rc, out = run("testbed_up.yml", FAST, logs, timeout=600, skip_tags=lab_skip_tags(built))
     try:
         assert rc == 0, out[-3000:]
         yield

@@ -44,7 +44,6 @@ RUN_TIMEOUT = 420
 # --skip-tags of every run, and of the runs after the first (the first one installed, built and checked these)
 SKIP = ["controller", "experiment_report"]
 SKIP_AGAIN = SKIP + ["vlab_install", "tuning", "bpf_programs", "dpdk_install"]
-PREFIX = "/usr/local/lib/xdplab"
 INSTALLED = ["bin/xdplab-trafficgen", "bin/xdplab-xsk-bench", "lib/bpf/xdp_trafficgen.bpf.o", "lib/bpf/xdp_bench.bpf.o",
              "lib/bpf/xsk_bench.bpf.o"]
 
@@ -124,7 +123,8 @@ def assert_nothing_left(before_hugepages):
 class Sweep:
     """One results directory; runs of the playbook against it."""
 
-    def __init__(self, tmp_path, extra):
+    def __init__(self, tmp_path, extra, programs_built=False):
+        self.programs_built = programs_built
         self.results = tmp_path / "results"
         self.extra = dict(TIMING, **extra)
         self.log = []
@@ -132,8 +132,7 @@ class Sweep:
     def command(self):
         if not self.log:
             # bpf/ on the hosts as well when another lab test has installed it
-            built = all(os.path.exists(os.path.join(PREFIX, p)) for p in INSTALLED)
-            skip = SKIP + (["bpf_programs"] if built else [])
+            skip = SKIP + (["bpf_programs"] if self.programs_built else [])
             return [ANSIBLE_PLAYBOOK, PLAYBOOK, "-i", INVENTORY, "-e", json.dumps(self.extra), "--skip-tags", ",".join(skip)]
         again = dict(self.extra, experiment_preflight=False)
         return [ANSIBLE_PLAYBOOK, PLAYBOOK, "-i", INVENTORY, "-e", json.dumps(again), "--skip-tags", ",".join(SKIP_AGAIN)]
@@ -223,12 +222,12 @@ SYSTEMS = ["xdp", "dpdk_vector", "af_xdp_copy", "linux_raw"]
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
+def sweep(tmp_path_factory, installed_programs):
     """One sweep of four trials (one per system) shared by the tests below, in this order: its first run has a
     process killed in each of the first three trials; the re-run is interrupted with SIGINT; a third run completes."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    sweep = Sweep(tmp_path_factory.mktemp("faults"), {"paper_drop_systems": SYSTEMS})
+    sweep = Sweep(tmp_path_factory.mktemp("faults"), {"paper_drop_systems": SYSTEMS}, installed_programs(*INSTALLED))
     sweep.hugepages = hugepages()  # as the machine was before the sweep
     return sweep
 

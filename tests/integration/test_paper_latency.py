@@ -33,6 +33,10 @@ def test_paper_latency_dpdk_macswap_forwards_through_the_whole_run(lab_playbook)
     assert rec["provenance"]["program"]["forward_mode"] == "macswap"
     assert "--forward-mode=macswap" in rec["provenance"]["program"]["command"]
     assert rec["result"]["details"]["dut_process"]["name"] == "testpmd"
+    # testpmd forwarded over the generator's whole run and ended with it (the trial wrote the generator's end into its
+    # window_end_file), not after its longest window (70 samples of 1 s here: the run + a 30 s lead + the margin)
+    ran = rec["result"]["details"]["dut_process"]["window"]["seconds"]
+    assert rec["generator"]["elapsed_s"] <= ran < rec["generator"]["elapsed_s"] + 15, (ran, rec["generator"])
     lat = rec["latency"]
     # every frame sent is in the histogram or lost, and testpmd forwarded all of them: it ran before the generator
     # started and after it ended (its start and stop frames would be lost otherwise)

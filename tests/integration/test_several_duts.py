@@ -20,7 +20,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ANSIBLE_PLAYBOOK = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
-PREFIX = "/usr/local/lib/xdplab"
+# the programs a run needs; the role bpf_programs is skipped when they are installed from this tree
+INSTALLED = ("bin/xdplab-trafficgen", "lib/bpf/xdp_bench.bpf.o")
 TINY = {
     "paper_drop_systems": ["xdp"], "paper_drop_repetitions": 1, "paper_drop_touch": ["no_touch"],
     "experiment_samples": 2, "experiment_warmup": 1, "experiment_interval": 1, "experiment_drift_check": False,
@@ -49,8 +50,7 @@ def lab_namespaces(prefix):
         return []
 
 
-def run(inventory, results, *extra):
-    built = os.path.exists(PREFIX + "/bin/xdplab-trafficgen") and os.path.exists(PREFIX + "/lib/bpf/xdp_bench.bpf.o")
+def run(inventory, results, *extra, built=False):
     # packages (the lab's and the DUTs') are make system-deps'; tuning, report and drift check are other tests'
     skip = "controller,vlab_install,tuning,dut_software,experiment_report" + (",bpf_programs" if built else "")
     res = subprocess.run(
@@ -82,9 +82,9 @@ def assert_left_as_found(prefix):
 
 
 @pytest.mark.root
-def test_duts_sharing_a_generator_take_turns(tmp_path):
+def test_duts_sharing_a_generator_take_turns(tmp_path, installed_programs):
     needs_root()
-    out, w = run("vlab_two_duts", tmp_path)
+    out, w = run("vlab_two_duts", tmp_path, built=installed_programs(*INSTALLED))
     (s1, e1), (s2, e2) = w["dut1"], w["dut2"]
     assert e1 <= s2 or e2 <= s1, "shared-generator windows overlap: %s" % w
     assert "lane tg: dut1, dut2 take turns" in out
@@ -93,9 +93,9 @@ def test_duts_sharing_a_generator_take_turns(tmp_path):
 
 
 @pytest.mark.root
-def test_duts_with_their_own_generators_measure_at_once(tmp_path):
+def test_duts_with_their_own_generators_measure_at_once(tmp_path, installed_programs):
     needs_root()
-    out, w = run("vlab_two_pairs", tmp_path)
+    out, w = run("vlab_two_pairs", tmp_path, built=installed_programs(*INSTALLED))
     (s1, e1), (s2, e2) = w["dut1"], w["dut2"]
     overlap = min(e1, e2) - max(s1, s2)
     assert overlap > 0, "own-generator windows do not overlap: %s" % w

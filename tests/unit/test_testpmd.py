@@ -356,3 +356,40 @@ def test_measure_runs_the_sampler_on_the_session(no_start, tmp_path, fake_clock,
     window = res["cpu_window"]
     assert window["cpus"] == [1] and window["start"]["time"] <= window["end"]["time"]
     assert set(window["start"]["cpus"]) >= {"1"} and "threads" in window["end"]
+
+
+@pytest.mark.parametrize(
+    "content, samples_taken, note",
+    [
+        (None, 5, None),
+        ("1000.0\n", 2, "the window ended before its 5 samples: window_end_file's time 1000.000 had passed"),
+        ("soon", 5, "does not hold a time ('soon'): the window lasted its samples"),
+    ],
+)
+def test_window_end_file_ends_the_window_once_its_time_has_passed(no_start, tmp_path, fake_clock, content,
+                                                                  samples_taken, note):
+    """window_end_file (the latency trial's testpmd forwards until the generator's end): read at each sample; a time
+    that has passed ends the window there, a file that holds no time is ignored with a note."""
+    end_file = tmp_path / "trial.window_end"
+    args = dict(BASE, ports=["net_null0", "net_null1"], forward_mode="io", rxq=2, txq=2, warmup=0, interval=1,
+                samples=5, run_dir=str(tmp_path), window_end_file=str(end_file))
+    with patch_module_args(args):
+        ansible_module = AnsibleModule(argument_spec=module.argument_spec(), supports_check_mode=True)
+        runner = module.Testpmd(ansible_module, clock=fake_clock, sleep=fake_clock.sleep)
+        # CLOCK_REALTIME of the run: 998.5 s at its start, one second per sample as the fake clock goes
+        start = fake_clock.now
+        runner.realtime = lambda: 998.5 + (fake_clock.now - start)
+        runner.validate()
+        if content is not None:
+            end_file.write_text(content)
+        session = ReplaySession("null_io_2ports_2q.log", fake_clock)
+        session.out["show port xstats all"] = session.out["show port xstats all"][:1] * 6
+        runner.measure(session)
+    reads = [t for line, t in session.sent if line == "show port xstats all"]
+    assert len(reads) == samples_taken + 1
+    assert runner.result["measurement"]["window"]["seconds"] == pytest.approx(samples_taken)
+    window_notes = [n for n in runner.result["notes"] if "window_end_file" in n]
+    assert window_notes == ([] if note is None else [window_notes[0]]) and (note is None or note in window_notes[0])
+    # the module removes it when a measurement starts and when it ends
+    runner.remove_window_end_file()
+    assert not end_file.exists()
