@@ -125,12 +125,13 @@ integration: system-deps
 test-kernel-nobtf: system-deps
 	XDPLAB_BUILD_NOBTF_KERNEL=1 $(VENV)/bin/pytest -q tests/integration/test_kernel_nobtf.py
 
-# molecule's scenarios: the two that compile (kernel, dpdk: ccache, make -j on both CPUs) beside the three that are
-# Ansible's time (trex, tuning, vlab: one CPU at most), each stream one scenario after another (their names, paths
-# and namespaces are their own); then default alone, since it measures a paper_drop on its lab
-MOLECULE_BUILDS := kernel dpdk
-MOLECULE_PLAYS := trex tuning vlab
-.PHONY: molecule-builds molecule-plays
+# molecule's scenarios in two streams side by side, each one scenario after another (their names, paths and
+# namespaces are their own): kernel (its two builds: ccache, make -j on both CPUs) beside dpdk, trex, tuning and vlab
+# (DPDK's build from a warm ccache, then Ansible's time: one CPU at most); then default alone, since it measures a
+# paper_drop on its lab
+MOLECULE_BUILDS := kernel
+MOLECULE_PLAYS := dpdk trex tuning vlab
+.PHONY: molecule-builds molecule-plays test-no-traffic test-beside-plays
 molecule-builds molecule-plays: $(VENV)/.test-deps
 	for s in $(if $(filter molecule-builds,$@),$(MOLECULE_BUILDS),$(MOLECULE_PLAYS)); do \
 	  $(VENV)/bin/molecule test -s $$s || exit 1; done
@@ -139,13 +140,26 @@ molecule: system-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 molecule-builds molecule-plays
 	$(VENV)/bin/molecule test -s default
 
+# the test files marked no_traffic (pyproject.toml: no traffic, no measurement, no lab or scenario names of their
+# own): a pytest run of their own (its own temporary directory, no cache), so it may run beside molecule's scenarios
+test-no-traffic: $(VENV)/.test-deps
+	$(VENV)/bin/pytest -q -p no:cacheprovider --basetemp=/tmp/xdplab-pytest-no-traffic --durations=20 -m no_traffic tests
+
+# make test's second half: the kernel scenario then the no_traffic tests, beside the other scenarios but default
+test-beside-plays: $(VENV)/.test-deps
+	$(MAKE) --no-print-directory molecule-builds
+	$(MAKE) --no-print-directory test-no-traffic
+
 # lint and sanity read the tree and use one CPU each: side by side (--output-sync keeps each one's output whole),
-# after the venv is complete (both install into it); ~50 s less here (lint 55 s, sanity 64 s alone)
+# after the venv is complete (both install into it); ~50 s less here (lint 55 s, sanity 64 s alone). Then every
+# test but the no_traffic ones alone on the machine (the unit tests, and those that send traffic or use the virtual
+# lab); then the no_traffic ones beside molecule's scenarios, then molecule default alone
 test: $(VENV)/.test-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 lint sanity
 	$(MAKE) --no-print-directory system-deps
-	$(VENV)/bin/pytest -q --durations=80 tests
-	$(MAKE) --no-print-directory molecule
+	$(VENV)/bin/pytest -q --durations=80 -m "not no_traffic" tests
+	$(MAKE) --no-print-directory --output-sync=target -j2 test-beside-plays molecule-plays
+	$(VENV)/bin/molecule test -s default
 
 bench: system-deps
 	$(VENV)/bin/python benchmarks/systems_vs_xdp.py

@@ -7,6 +7,9 @@ import sys
 
 import pytest
 
+# no_traffic: make test runs this file beside molecule's scenarios (pyproject.toml)
+pytestmark = pytest.mark.no_traffic
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))

@@ -15,7 +15,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
-pytestmark = pytest.mark.root
+# no_traffic: make test runs this file beside molecule's scenarios (pyproject.toml)
+pytestmark = [pytest.mark.root, pytest.mark.no_traffic]
 
 PLAY = """---
 - name: Throwaway play for the bpf_programs role

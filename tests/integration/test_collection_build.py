@@ -7,6 +7,9 @@ import sys
 
 import pytest
 
+# no_traffic: make test runs this file beside molecule's scenarios (pyproject.toml)
+pytestmark = pytest.mark.no_traffic
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 MODULES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "plugins", "modules", "*.py")))

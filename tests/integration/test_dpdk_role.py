@@ -20,7 +20,8 @@ PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
 SAMPLE_PATCH = os.path.join(ROOT, "molecule", "dpdk", "files", "0001-testpmd-bye-marker.patch")
 
-pytestmark = pytest.mark.root
+# no_traffic: make test runs this file beside molecule's scenarios (pyproject.toml)
+pytestmark = [pytest.mark.root, pytest.mark.no_traffic]
 
 PLAY = """---
 - name: Throwaway play for the dpdk role

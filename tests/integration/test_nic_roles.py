@@ -16,7 +16,8 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.root
+# no_traffic: make test runs this file beside molecule's scenarios (pyproject.toml)
+pytestmark = [pytest.mark.root, pytest.mark.no_traffic]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The forwarding experiment end to end (issue 9): the real playbooks/paper_forward.yml on inventories/vlab, one
-trial each (1 repetition, 2 samples of 1 s) of XDP_REDIRECT and DPDK testpmd `mac` across the two ports (net_af_xdp on
-both veths, in the background while the far side counts), counted where the frames come back (AF_XDP l2fwd runs
-through the same background path, forward/process.yml; it is left out here for the test's time). Each record says it
-counted at generator_rx, carries the forwarding section, and the far-side count agrees within 1 % with the
-receiving veth's own rx_packets over the same window. Programs, packages and tuning are what the other lab tests
-installed (skipped here unless missing); no report. The namespaces are the vlab's fixed xdplab-tg / xdplab-dut:
-run under the lab lock. Root.
+trial each (1 repetition, 2 samples of 1 s, the window's lead 5 s instead of the role's 10) of XDP_REDIRECT and DPDK
+testpmd `mac` across the two ports (net_af_xdp on both veths, in the background while the far side counts), counted
+where the frames come back (AF_XDP l2fwd runs through the same background path, forward/process.yml; it is left out
+here for the test's time). Each record says it counted at generator_rx, carries the forwarding section, and the
+far-side count agrees within 1 % with the receiving veth's own rx_packets over the same window. Programs, packages
+and tuning are what the other lab tests installed (skipped here unless missing); no report. The namespaces are the
+vlab's fixed xdplab-tg / xdplab-dut: run under the lab lock. Root.
 """
 
 import os
@@ -18,7 +18,7 @@ TINY = {
     "paper_forward_systems": ["xdp_redirect", "dpdk_mac"], "paper_forward_repetitions": 1,
     "experiment_samples": 2,
     "experiment_warmup": 1, "experiment_interval": 1, "experiment_drift_check": False,
-    "experiment_generator_slack": 60, "xdplab_testbed_dpdk": False, "xdplab_testbed_tuning": False,
+    "experiment_generator_slack": 60, "experiment_window_lead": 5, "xdplab_testbed_dpdk": False, "xdplab_testbed_tuning": False,
     "xdplab_dpdk_no_huge": True,
 }  # fmt: skip
 
@@ -60,6 +60,8 @@ def test_paper_forward_redirect_counted_where_frames_return(lab_playbook):
     assert "--eth-peer=1,02:58:44:50:00:03" in command and len([a for a in command if a.startswith("net_af_xdp")]) == 2
     assert dpdk["result"]["details"]["dut_process"]["name"] == "testpmd"
     assert dpdk["result"]["details"]["dut_process"]["pps"] > 0
+    # its own window ended after the far side's (process.yml waits for it)
+    assert dpdk["result"]["window"]["end"] <= dpdk["result"]["details"]["dut_process"]["window"]["end"], dpdk["result"]
     # every exit path: no testpmd left, no XDP program on the DUT's ports or the generator's, no namespace
     assert not [n for n in os.listdir("/run/netns") if n.startswith("xdplab-")] if os.path.isdir("/run/netns") else True
     assert subprocess.run(["pgrep", "-x", "dpdk-testpmd"], capture_output=True, check=False).returncode == 1

@@ -14,7 +14,7 @@ import pytest
 
 TINY = {
     "paper_latency_systems": ["dpdk_macswap"], "paper_latency_loads_mpps": [0.0001], "paper_latency_seconds": 3,
-    "experiment_warmup": 1, "experiment_drift_check": False, "xdplab_testbed_dpdk": False,
+    "experiment_warmup": 1, "experiment_window_lead": 5, "experiment_drift_check": False, "xdplab_testbed_dpdk": False,
     "xdplab_testbed_tuning": False, "xdplab_dpdk_no_huge": True,
 }  # fmt: skip
 
@@ -34,7 +34,7 @@ def test_paper_latency_dpdk_macswap_forwards_through_the_whole_run(lab_playbook)
     assert "--forward-mode=macswap" in rec["provenance"]["program"]["command"]
     assert rec["result"]["details"]["dut_process"]["name"] == "testpmd"
     # testpmd forwarded over the generator's whole run and ended with it (the trial wrote the generator's end into its
-    # window_end_file), not after its longest window (70 samples of 1 s here: the run + a 30 s lead + the margin)
+    # window_end_file), not after its longest window (60 samples of 1 s here: the run + a 30 s lead + the margin)
     ran = rec["result"]["details"]["dut_process"]["window"]["seconds"]
     assert rec["generator"]["elapsed_s"] <= ran < rec["generator"]["elapsed_s"] + 15, (ran, rec["generator"])
     lat = rec["latency"]

@@ -34,25 +34,23 @@ def test_sampler_warms_up_then_keeps_an_absolute_schedule(fake_clock):
 
 
 def test_sampler_ends_early_when_end_when_says_so_and_never_before_one_sample(fake_clock):
-    clock = fake_clock
-    clock.now = 10.0
+    fake_clock.now = 10.0
     asked = []
 
-    def end_when():
-        asked.append(clock.now)
-        return clock.now >= 12.5
+    def over():  # the window is over from 12.5 on; the sampler asks after each snapshot but the first and the last
+        asked.append(fake_clock.now)
+        return fake_clock.now >= 12.5
 
-    snaps = _measurement.Sampler(warmup=0, interval=1.0, samples=10, clock=clock, sleep=clock.sleep,
-                                 end_when=end_when).run(lambda: clock.now)
-    # asked after each snapshot but the first and the last; the window ends at the first sample after 12.5
-    assert [t for t, _s in snaps] == [10.0, 11.0, 12.0, 13.0]
-    assert asked == [11.0, 12.0, 13.0]
+    def sampler(samples, end_when):
+        return _measurement.Sampler(0, 1.0, samples, clock=fake_clock, sleep=fake_clock.sleep, end_when=end_when)
+
+    snaps = sampler(10, over).run(lambda: fake_clock.now)
+    # the window ends at the first sample after 12.5
+    assert [t for t, _s in snaps] == [10.0, 11.0, 12.0, 13.0] and asked == [11.0, 12.0, 13.0]
     # one already over at the first sample: one sample, not none
-    one = _measurement.Sampler(0, 1.0, 5, clock=clock, sleep=clock.sleep, end_when=lambda: True).run(lambda: 0)
-    assert len(one) == 2
+    assert len(sampler(5, lambda: True).run(lambda: 0)) == 2
     # never asked past the last sample: the samples stay the longest the window lasts
-    never = _measurement.Sampler(0, 1.0, 2, clock=clock, sleep=clock.sleep, end_when=lambda: False).run(lambda: 0)
-    assert len(never) == 3
+    assert len(sampler(2, lambda: False).run(lambda: 0)) == 3
 
 
 def test_sampler_before_window_runs_after_the_warmup(fake_clock):
