@@ -126,12 +126,12 @@ test-kernel-nobtf: system-deps
 	XDPLAB_BUILD_NOBTF_KERNEL=1 $(VENV)/bin/pytest -q tests/integration/test_kernel_nobtf.py
 
 # molecule's scenarios in two streams side by side, each one scenario after another (their names, paths and
-# namespaces are their own): kernel (its two builds: ccache, make -j on both CPUs) beside dpdk, trex, tuning and vlab
-# (DPDK's build from a warm ccache, then Ansible's time: one CPU at most); then default alone, since it measures a
-# paper_drop on its lab
-MOLECULE_BUILDS := kernel
-MOLECULE_PLAYS := dpdk trex tuning vlab
-.PHONY: molecule-builds molecule-plays test-no-traffic test-beside-plays
+# namespaces are their own): the builds (kernel: two bindeb-pkg, dpdk: meson/ninja, both through ccache and on both
+# CPUs) beside the scenarios that are Ansible's time (trex, tuning, vlab: one CPU at most); then default alone, since
+# it measures a paper_drop on its lab
+MOLECULE_BUILDS := kernel dpdk
+MOLECULE_PLAYS := trex tuning vlab
+.PHONY: molecule-builds molecule-plays test-no-traffic test-beside-builds
 molecule-builds molecule-plays: $(VENV)/.test-deps
 	for s in $(if $(filter molecule-builds,$@),$(MOLECULE_BUILDS),$(MOLECULE_PLAYS)); do \
 	  $(VENV)/bin/molecule test -s $$s || exit 1; done
@@ -145,20 +145,20 @@ molecule: system-deps
 test-no-traffic: $(VENV)/.test-deps
 	$(VENV)/bin/pytest -q -p no:cacheprovider --basetemp=/tmp/xdplab-pytest-no-traffic --durations=20 -m no_traffic tests
 
-# make test's second half: the kernel scenario then the no_traffic tests, beside the other scenarios but default
-test-beside-plays: $(VENV)/.test-deps
-	$(MAKE) --no-print-directory molecule-builds
+# make test's second half: the scenarios that are Ansible's time, then the no_traffic tests, beside the builds
+test-beside-builds: $(VENV)/.test-deps
+	$(MAKE) --no-print-directory molecule-plays
 	$(MAKE) --no-print-directory test-no-traffic
 
 # lint and sanity read the tree and use one CPU each: side by side (--output-sync keeps each one's output whole),
 # after the venv is complete (both install into it); ~50 s less here (lint 55 s, sanity 64 s alone). Then every
 # test but the no_traffic ones alone on the machine (the unit tests, and those that send traffic or use the virtual
-# lab); then the no_traffic ones beside molecule's scenarios, then molecule default alone
+# lab); then the no_traffic ones beside molecule's scenarios (the streams above), then molecule default alone
 test: $(VENV)/.test-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 lint sanity
 	$(MAKE) --no-print-directory system-deps
 	$(VENV)/bin/pytest -q --durations=80 -m "not no_traffic" tests
-	$(MAKE) --no-print-directory --output-sync=target -j2 test-beside-plays molecule-plays
+	$(MAKE) --no-print-directory --output-sync=target -j2 molecule-builds test-beside-builds
 	$(VENV)/bin/molecule test -s default
 
 bench: system-deps
