@@ -236,8 +236,8 @@ def lab_playbook(tmp_path):
     lab lock) and returns its records: lab_playbook("paper_forward", {vars}, installed=[paths under the prefix]).
     Phases the other lab tests installed are skipped (controller, tuning, DUT software, the report; the programs
     too when every file of ``installed`` is in /usr/local/lib/xdplab, built from this tree: programs_current);
-    results go to tmp_path. Skips without the
-    repository's .venv; a failed run fails the test with its first failed task and its last output."""
+    results go to tmp_path. Skips without the repository's .venv; a failed run fails the test with its first failed
+    task and its last output."""
     playbook = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
     if not os.path.exists(playbook):
         pytest.skip("needs the repository's .venv (make venv)")

@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators import GeneratorError, backend_for
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import ProcessRun
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.xdp_live import pick_sender_cpus
+from ansible_collections.xdplab.testbed.plugins.module_utils._process import proc_start_time
 
 
 def test_one_sender_per_queue_on_a_cpu_of_matching_residue():
@@ -298,15 +299,6 @@ def test_a_generator_killed_mid_trial_fails_the_first_stop_only(generator, tmp_p
     assert second["summary"]["complete"] is False and second["summary"]["sent"] >= 1000
 
 
-def _running(pid):
-    """pid is a process that has not exited (a zombie, ended but not yet reaped by its parent here, has)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_a_generator_that_exits_with_an_error_names_the_status(generator, tmp_path):
     started, _m = generator("started")
     _ready(str(tmp_path / "run"))
@@ -314,9 +306,10 @@ def test_a_generator_that_exits_with_an_error_names_the_status(generator, tmp_pa
         supervisor = json.load(f)["supervisor_pid"]
     os.kill(started["pid"], signal.SIGTERM)  # no handler: it dies of SIGTERM
     deadline = time.monotonic() + 5
-    while _running(supervisor) and time.monotonic() < deadline:
+    # proc_start_time: None once it has exited, also as a zombie (ended, not yet reaped by its parent here)
+    while proc_start_time(supervisor) is not None and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _running(supervisor), "the supervisor outlived its generator by 5 s"
+    assert proc_start_time(supervisor) is None, "the supervisor outlived its generator by 5 s"
     with pytest.raises(GeneratorError, match=r"was killed by signal 15 \(SIGTERM\) before it was stopped"):
         generator("stopped")
 
