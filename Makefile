@@ -140,10 +140,10 @@ molecule: system-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 molecule-builds molecule-plays
 	$(VENV)/bin/molecule test -s default
 
-# the test files marked no_traffic (pyproject.toml: no traffic, no measurement, no lab or scenario names of their
-# own): a pytest run of their own (its own temporary directory, no cache), so it may run beside molecule's scenarios
+# the test files marked no_traffic (pyproject.toml: no traffic, no measurement, no name of the lab or of a molecule
+# scenario): what make test runs beside molecule's scenarios
 test-no-traffic: $(VENV)/.test-deps
-	$(VENV)/bin/pytest -q -p no:cacheprovider --basetemp=/tmp/xdplab-pytest-no-traffic --durations=20 -m no_traffic tests
+	$(VENV)/bin/pytest -q --durations=20 -m no_traffic tests
 
 # make test's second half: the scenarios that are Ansible's time, then the no_traffic tests, beside the builds
 test-beside-builds: $(VENV)/.test-deps
