@@ -84,7 +84,8 @@
 #define XDPLAB_PROG_NAME "xdplab-trafficgen"
 #include "common.h"
 
-#define TRAFFICGEN_VERSION "0.2.0" /* 0.2.0: --rate paced by the program */
+/* 0.2.0: --rate paced by the program; 0.3.0: a start record once every sender thread runs */
+#define TRAFFICGEN_VERSION "0.3.0"
 #define OBJ_NAME "xdp_trafficgen.bpf.o"
 #define PROG_NAME "xdp_trafficgen"
 #define CURSOR_MAP_NAME "flow_cursors"
@@ -968,6 +969,15 @@ static void print_interval(struct sender *senders, unsigned int n, double t, dou
 	fflush(stdout);
 }
 
+/* The first record, once every sender thread runs: whoever started the generator need not wait a fixed time to
+ * know that it got past its set-up (arguments, CPUs, the program's load). */
+static void print_start(const struct config *cfg, unsigned int nthreads)
+{
+	printf("{\"type\":\"start\",\"mono\":%.6f,\"dev\":\"%s\",\"queues\":%u,\"threads\":%u,\"version\":\"%s\"}\n",
+	       (double)now_ns() / NSEC_PER_SEC, cfg->dev, cfg->queues, nthreads * LANES_PER_SENDER, TRAFFICGEN_VERSION);
+	fflush(stdout);
+}
+
 static void print_summary(const struct config *cfg, struct sender *senders, unsigned int n,
 			  double elapsed, bool held, double dropped_s)
 {
@@ -1061,6 +1071,7 @@ int main(int argc, char **argv)
 		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	print_start(&cfg, nthreads);
 
 	end = start + (unsigned long long)(cfg.duration * NSEC_PER_SEC);
 	last_tick = start;

@@ -265,13 +265,16 @@ class Process:
         except (OSError, ValueError):
             return []
 
-    def start(self, command, params=None, settle=0.5, stdin=None, stdout=None, stderr=None, env=None, extra=None, check=True):
+    def start(self, command, params=None, settle=0.5, stdin=None, stdout=None, stderr=None, env=None, extra=None, check=True,
+              ready=None):  # fmt: skip
         """Start `command` under a supervisor; returns the state written to the state file.
 
         stdin/stdout/stderr are file descriptors for the process (default: /dev/null, `<name>.out`,
         `<name>.err`). Raises ProcessError if it cannot run, or if it ends with a failure within
         `settle` seconds (the message names its status or signal and its stderr's last lines); with
         check=False the caller looks at exit() itself (e.g. to read what the process printed first).
+        `ready`, a callable, ends the settle early once it returns true (the process said it got past its
+        set-up, e.g. a start record on its stdout); a process that never says so settles the whole time.
         """
         os.makedirs(self.run_dir, exist_ok=True)
         for path in (self.exit_path, self.out_path, self.err_path) if stdout is None else (self.exit_path,):
@@ -305,8 +308,8 @@ class Process:
             finally:
                 os.close(ready_w)
             line = b""
-            with os.fdopen(ready_r, "rb") as ready:
-                line = ready.readline().strip()
+            with os.fdopen(ready_r, "rb") as ready_pipe:
+                line = ready_pipe.readline().strip()
         finally:
             for f in opened:
                 f.close()
@@ -337,7 +340,9 @@ class Process:
         self.save_state(state)
         deadline = time.monotonic() + settle
         while time.monotonic() < deadline and self.running(state):
-            time.sleep(0.05)
+            if ready is not None and ready():
+                break
+            time.sleep(0.02 if ready is not None else 0.05)
         if check and not self.running(state):
             info = self.exit(state)
             if failed(info):

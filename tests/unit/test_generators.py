@@ -90,6 +90,28 @@ def test_process_that_fails_at_start_reports_its_stderr(tmp_path):
         run.spawn([sys.executable, "-c", "import sys; sys.stderr.write('no such device'); sys.exit(3)"], {})
 
 
+def test_the_start_record_ends_the_settle(tmp_path):
+    # a generator that prints its start record (xdplab-trafficgen 0.3.0) and runs on: spawn returns once it is
+    # printed, with a settle of 120 s that it would otherwise wait out; the record is not an interval or a summary
+    code = ('import json, sys, time\nprint(json.dumps({"type": "start", "threads": 1}, separators=(",", ":")), flush=True)\n'
+            "time.sleep(120)\n")  # fmt: skip
+    run = ProcessRun(str(tmp_path), "trial")
+    run.spawn([sys.executable, "-c", code], {}, settle=120.0, start_record=True)
+    assert run.running() and run.printed_start()
+    assert run.stop(timeout=5)["signals"] == ["SIGINT"]
+
+
+def test_printed_start_reads_whole_lines_only(tmp_path):
+    run = ProcessRun(str(tmp_path), "trial")
+    assert run.printed_start() is False  # no stdout yet
+    with open(run.out_path, "wb") as f:
+        f.write(b'{"type":"start","mono":1.0')  # being written
+    assert run.printed_start() is False
+    with open(run.out_path, "wb") as f:
+        f.write(b'{"type":"interval","sent":1}\n{"type":"start","mono":1.0}\n')
+    assert run.printed_start() is True
+
+
 def test_recycled_pid_is_not_our_process(tmp_path):
     run = ProcessRun(str(tmp_path), "old")
     with open(run.state_path, "w") as f:

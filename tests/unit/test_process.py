@@ -116,6 +116,28 @@ def test_a_failure_within_settle_raises_naming_the_status(tmp_path):
     assert run.load_state()["exit_reported"] is True
 
 
+def test_ready_ends_the_settle_once_it_holds(tmp_path):
+    # settle 120 s: start returns at the third question because ready then holds (never at the settle's end)
+    run = Process(str(tmp_path), "trial")
+    asked = []
+
+    def ready():
+        asked.append(run.running())
+        return len(asked) == 3
+
+    run.start([sys.executable, "-c", POLITE], settle=120.0, ready=ready)
+    assert asked == [True, True, True]  # asked only while the process ran, and no more once it held
+    assert run.running()
+    assert run.stop(timeout=5)["exit"]["exit_status"] == 0
+
+
+def test_a_failure_before_ready_still_raises(tmp_path):
+    run = Process(str(tmp_path), "trial")
+    with pytest.raises(ProcessError, match=r"exited with status 2 at start; stderr: no such device"):
+        run.start([sys.executable, "-c", "import sys; sys.stderr.write('no such device\\n'); sys.exit(2)"], settle=120.0,
+                  ready=lambda: False)  # fmt: skip
+
+
 def test_a_command_that_cannot_run(tmp_path):
     run = Process(str(tmp_path), "trial")
     with pytest.raises(ProcessError, match=r"cannot run /nonexistent/xdplab-gen"):

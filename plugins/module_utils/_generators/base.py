@@ -18,6 +18,9 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._process import (
 
 __all__ = ["GeneratorError", "ProcessRun", "json_records", "proc_start_time"]
 
+# bytes of a generator's stdout searched for its start record (its first line; libbpf may warn before it on stderr)
+START_RECORD_SCAN = 4096
+
 
 class GeneratorError(Exception):
     """A generator could not be started, queried or stopped; the message says what to do.
@@ -47,9 +50,22 @@ class ProcessRun(Process):
         except ProcessError as exc:
             raise GeneratorError(str(exc)) from None
 
-    def spawn(self, command, params, settle=0.5):
-        """Start the generator; GeneratorError (naming its exit status or signal) if it fails at start."""
+    def spawn(self, command, params, settle=0.5, start_record=False):
+        """Start the generator; GeneratorError (naming its exit status or signal) if it fails at start.
+
+        It settles for `settle` seconds, or until its first JSON line of type start when `start_record` (a generator
+        that prints one once it sends: xdplab-trafficgen 0.3.0); an older build without it settles the whole time."""
         try:
-            return self.start(command, params, settle=settle)
+            return self.start(command, params, settle=settle, ready=self.printed_start if start_record else None)
         except ProcessError as exc:
             raise GeneratorError(str(exc)) from None
+
+    def printed_start(self):
+        """Whether the process has printed its start record (the beginning of its stdout: cheap to poll)."""
+        try:
+            with open(self.out_path, "rb") as f:
+                head = f.read(START_RECORD_SCAN)
+        except OSError:
+            return False
+        # whole lines only (a line without its newline yet is still being written)
+        return any(line.startswith(b'{"type":"start"') for line in head.split(b"\n")[:-1])

@@ -139,7 +139,7 @@ class XdpLiveGenerator:
 
     def start(self):
         params = {"identity": self.identity(), "egress_before": self.egress_counters(self.p["interface"])}
-        state = self.run.spawn(self.command(), params)
+        state = self.run.spawn(self.command(), params, start_record=True)
         return state
 
     def summary(self, state, partial=False):
