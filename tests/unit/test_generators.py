@@ -246,7 +246,9 @@ def generator(tmp_path):
         module = FakeModule(dict(base, state=state, **over))
         return mod.TrafficGenerator(module).run(), module
 
-    return run
+    yield run
+    # whatever the test did (a failed assertion, an exception mid-start): no fake generator outlives it
+    run("absent")
 
 
 def _ready(run_dir):
