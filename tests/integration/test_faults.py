@@ -11,9 +11,9 @@ finished record, and complete on a later run, which retries only what did not fi
 playbook in all (about 6 minutes on an idle machine).
 
 What the runs skip (none of it is what these tests check, and each is another test's): every run the report
-(`experiment_report`; the controller's packages are the report's), and bpf/ on the hosts where it is installed
-already; the runs after the first, what the first one installed, built and tuned and the teardown left in place
-(the lab's and DPDK's packages, bpf/ on the hosts, the host tuning) and the read-only host preflight. Each run
+(`experiment_report`; the controller's packages are the report's), the host tuning (molecule/tuning's), and bpf/ on
+the hosts where it is installed already; the runs after the first, what the first one installed and built and the
+teardown left in place (the lab's and DPDK's packages, bpf/ on the hosts) and the read-only host preflight. Each run
 still builds the lab, reserves DPDK's hugepages, runs its trials and tears everything down (docs/BENCHMARKS.md
 "make test wall time").
 
@@ -42,8 +42,8 @@ TIMING = {"paper_drop_repetitions": 1, "paper_drop_touch": ["no_touch"], "experi
           "experiment_warmup": 1, "experiment_interval": 1, "experiment_drift_check": False}  # fmt: skip
 RUN_TIMEOUT = 420
 # --skip-tags of every run, and of the runs after the first (the first one installed, built and checked these)
-SKIP = ["controller", "experiment_report"]
-SKIP_AGAIN = SKIP + ["vlab_install", "tuning", "bpf_programs", "dpdk_install"]
+SKIP = ["controller", "experiment_report", "tuning"]
+SKIP_AGAIN = SKIP + ["vlab_install", "bpf_programs", "dpdk_install"]
 INSTALLED = ["bin/xdplab-trafficgen", "bin/xdplab-xsk-bench", "lib/bpf/xdp_trafficgen.bpf.o", "lib/bpf/xdp_bench.bpf.o",
              "lib/bpf/xsk_bench.bpf.o"]
 
