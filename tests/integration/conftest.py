@@ -230,6 +230,23 @@ def installed_programs():
     return lambda *installed: programs_current(installed)
 
 
+# what a lab test's playbook run need not redo (each is another test's): the controller's packages (the report's),
+# the host tuning (molecule tuning's), the DUTs' software (the first lab test, test_faults, installs it), the report
+LAB_SKIP = ("controller", "tuning", "dut_software", "experiment_report")
+
+
+def lab_skip_tags(installed, *more):
+    """--skip-tags of a lab test's playbook run: LAB_SKIP, ``more``, and bpf_programs when every file of ``installed``
+    (paths under the prefix) is there, built from this tree (programs_current)."""
+    return ",".join(LAB_SKIP + more + (("bpf_programs",) if programs_current(installed) else ()))
+
+
+@pytest.fixture(scope="session")
+def skip_tags():
+    """lab_skip_tags as a fixture: skip_tags(("bin/xdplab-trafficgen",), "vlab_install") -> "controller,..."."""
+    return lab_skip_tags
+
+
 @pytest.fixture
 def lab_playbook(tmp_path):
     """Runs an experiment playbook on the virtual lab (inventories/vlab, the fixed xdplab-tg / xdplab-dut: under the
@@ -243,8 +260,7 @@ def lab_playbook(tmp_path):
         pytest.skip("needs the repository's .venv (make venv)")
 
     def run(name, extra, installed=()):
-        built = programs_current(installed)
-        skip = "controller,tuning,dut_software,experiment_report" + (",bpf_programs" if built else "")
+        skip = lab_skip_tags(tuple(installed))
         res = subprocess.run(
             [playbook, "-i", os.path.join(ROOT, "inventories", "vlab"), os.path.join(ROOT, "playbooks", name + ".yml"),
              "-e", json.dumps(extra), "-e", "experiment_results_dir=%s" % tmp_path, "--skip-tags", skip],

@@ -56,24 +56,19 @@ def run(playbook, extra, results, timeout=300, skip_tags=None):
     return res.returncode, " ".join((res.stdout + res.stderr).split())
 
 
-def lab_skip_tags(built):
-    """What a lab test need not redo: packages, tuning, reports, and the programs when they are built."""
-    return "controller,tuning,dut_software,experiment_report" + (",bpf_programs" if built else "")
-
-
 # what the lab tests skip in their own playbook runs: the fixture `vlab` has brought the testbed up and takes it down
 ON_THE_LAB = "testbed,experiment_report"
 
 
 @pytest.fixture(scope="module")
-def vlab(tmp_path_factory, installed_programs):
+def vlab(tmp_path_factory, skip_tags):
     """The virtual lab, built once for this file's lab tests (testbed_up.yml), torn down after the last one."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, XDP)")
     before = namespaces()
     logs = tmp_path_factory.mktemp("vlab")
-    built = installed_programs("bin/xdplab-trafficgen", "lib/bpf/xdp_bench.bpf.o")
-    rc, out = run("testbed_up.yml", FAST, logs, timeout=600, skip_tags=lab_skip_tags(built))
+    up_skip = skip_tags(("bin/xdplab-trafficgen", "lib/bpf/xdp_bench.bpf.o"))
+    rc, out = run("testbed_up.yml", FAST, logs, timeout=600, skip_tags=up_skip)
     try:
         assert rc == 0, out[-3000:]
         yield

@@ -50,9 +50,8 @@ def lab_namespaces(prefix):
         return []
 
 
-def run(inventory, results, *extra, built=False):
-    # packages (the lab's and the DUTs') are make system-deps'; tuning, report and drift check are other tests'
-    skip = "controller,vlab_install,tuning,dut_software,experiment_report" + (",bpf_programs" if built else "")
+def run(inventory, results, *extra, skip=""):
+    # skip: what the other lab tests did (skip_tags), and the lab's packages (make system-deps')
     res = subprocess.run(
         [ANSIBLE_PLAYBOOK, "-i", os.path.join(ROOT, "inventories", inventory), os.path.join(ROOT, "playbooks", "paper_drop.yml"),
          "-e", json.dumps(TINY), "-e", "experiment_results_dir=%s" % results, "--skip-tags", skip, *extra],
@@ -82,9 +81,9 @@ def assert_left_as_found(prefix):
 
 
 @pytest.mark.root
-def test_duts_sharing_a_generator_take_turns(tmp_path, installed_programs):
+def test_duts_sharing_a_generator_take_turns(tmp_path, skip_tags):
     needs_root()
-    out, w = run("vlab_two_duts", tmp_path, built=installed_programs(*INSTALLED))
+    out, w = run("vlab_two_duts", tmp_path, skip=skip_tags(INSTALLED, "vlab_install"))
     (s1, e1), (s2, e2) = w["dut1"], w["dut2"]
     assert e1 <= s2 or e2 <= s1, "shared-generator windows overlap: %s" % w
     assert "lane tg: dut1, dut2 take turns" in out
@@ -93,9 +92,9 @@ def test_duts_sharing_a_generator_take_turns(tmp_path, installed_programs):
 
 
 @pytest.mark.root
-def test_duts_with_their_own_generators_measure_at_once(tmp_path, installed_programs):
+def test_duts_with_their_own_generators_measure_at_once(tmp_path, skip_tags):
     needs_root()
-    out, w = run("vlab_two_pairs", tmp_path, built=installed_programs(*INSTALLED))
+    out, w = run("vlab_two_pairs", tmp_path, skip=skip_tags(INSTALLED, "vlab_install"))
     (s1, e1), (s2, e2) = w["dut1"], w["dut2"]
     overlap = min(e1, e2) - max(s1, s2)
     assert overlap > 0, "own-generator windows do not overlap: %s" % w
