@@ -19,7 +19,7 @@ import io
 import math
 import statistics
 
-from ansible_collections.xdplab.testbed.plugins.module_utils import _jsonl, _record
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_layout, _jsonl, _record
 from ansible_collections.xdplab.testbed.plugins.module_utils._record import (
     GENERATOR_LIMITED,
     KEPT_UP_SHARE,
@@ -335,6 +335,12 @@ def provenance_lines(records):
             controller.get("collection_version", "?"),
             (" @" + controller["repo_commit"]) if controller.get("repo_commit") else "",
         )
+        layout = dut.get("cpu_layout")
+        if isinstance(layout, dict):
+            line += "; CPU layout: %s%s" % (
+                _cpu_layout.summary(layout),
+                "".join(" (%s)" % w for w in layout.get("shared") or ()),
+            )
         if line not in seen:
             seen.append(line)
     return seen

@@ -199,3 +199,28 @@ def test_vlab_trex_backend_fails_in_preflight(tmp_path):
         "veth end of the virtual lab, not a PCI address; the virtual lab's generator is xdp_live" in out
     ), out[-3000:]
     assert "tg: xdplab_generator_backend: T-Rex is not installed on tg" in out
+
+
+@pytest.mark.parametrize(
+    "layout, words",
+    [
+        ({"dut": [1], "generator": [1]}, "xdplab_cpu_layout: dut and generator overlap on CPU 1"),
+        ({"dut": [1], "housekeeping": [1]}, "xdplab_cpu_layout: dut and housekeeping overlap on CPU 1"),
+        ({"dut": [5]}, "xdplab_cpu_layout.dut: CPU 5 is not online on this host (online: 0-1)"),
+    ],
+)
+def test_vlab_bad_cpu_layout_fails_in_the_first_play(tmp_path, layout, words):
+    """Issue 28: the virtual lab's CPU layout (xdplab_cpu_layout) is checked before any change."""
+    before = host_state()
+    res = subprocess.run(
+        [PLAYBOOK, "-i", VLAB, "playbooks/paper_drop.yml", "-e", "experiment_results_dir=%s" % tmp_path, "-e", SMALL,
+         "-e", json.dumps({"xdplab_cpu_layout": layout})],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode != 0, out[-3000:]
+    assert host_state() == before
+    assert words in out, out[-3000:]
+    # it stopped in the first, read-only play, at the input's validation: nothing was brought up or recorded
+    assert "PLAY [Check the experiment's input" in out and "PLAY [Build the virtual lab" not in out, out[-3000:]
+    assert not list(tmp_path.rglob("*.jsonl"))
