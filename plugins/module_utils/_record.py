@@ -49,10 +49,16 @@ MIN_FRAME = 64
 LOST_NOWHERE = "none"
 LOST_AT_DUT_RING = "dut_rx_ring"
 LOST_ON_THE_PATH = "path"
+# forwarding (issue 28): the DUT received the frames and did not send them on
+LOST_IN_DUT = "in_dut"
+# forwarding (issue 28): the DUT sent the frames and the far side (the generator's receive ports) did not count them
+LOST_AT_FAR_SIDE = "far_side"
 LOSS_PLACES = {
     LOST_NOWHERE: "nowhere: the DUT kept up with the offered load",
     LOST_AT_DUT_RING: "DUT receive ring full: the egress device refused frames",
     LOST_ON_THE_PATH: "between the generator and the DUT program (port, ring or driver)",
+    LOST_IN_DUT: "in the DUT: received and not sent on (dropped by the stack or the program)",
+    LOST_AT_FAR_SIDE: "at the far side: the DUT sent the frames and the generator's receive ports refused or lost them",
 }
 
 # what the record keeps of the generator's summary: everything but the per-interval records
@@ -201,6 +207,41 @@ def loss_verdict(counted_pps, generator_summary, window=None, kept_up_share=KEPT
         "link_speed_gbit": speed,
         "line_rate_pps": wire_pps(speed, packet_len) if speed is not None else None,
     }
+
+
+def forwarding_verdict(loss, forwarding, cpu_layout=None):
+    """The loss verdict of a forwarding trial, with the far side considered (issue 28).
+
+    ``loss`` is loss_verdict()'s over what came back; ``forwarding`` the record's forwarding section, whose ``lost``
+    splits the loss into refused at the DUT's receive ring, dropped in the DUT, and lost on the way back (the DUT
+    sent it, the generator's receive ports did not count it: their ring refused it). When the DUT did not keep up
+    with what it was offered, the side that lost most is the limit: the DUT (its ring or its own drops), or the far
+    side, which is the generator's (``generator``, lost_at ``far_side``): a generator that receives what comes back
+    on its own CPUs offers less and refuses more. ``loss.sides`` keeps both sides' losses per second.
+    ``cpu_layout``: the record's provenance.dut.cpu_layout, where the virtual lab says whether the generator's
+    receive NAPI shares its sender CPUs (named in ``where``).
+    """
+    lost = (forwarding or {}).get("lost") or {}
+    loss = dict(loss)
+
+    def rate(key):
+        v = lost.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+    refused, dropped, back = rate("refused_at_dut_ring_pps"), rate("dropped_in_dut_pps"), rate("lost_on_way_back_pps")
+    loss["sides"] = {"dut_pps": refused + dropped, "far_side_pps": back}
+    if loss.get("limit") != DUT_LIMITED:
+        return loss
+    if back > refused + dropped:
+        loss["limit"], loss["lost_at"] = GENERATOR_LIMITED, LOST_AT_FAR_SIDE
+        where = LOSS_PLACES[LOST_AT_FAR_SIDE]
+        if isinstance(cpu_layout, dict) and "generator_rx" in cpu_layout and not cpu_layout.get("generator_rx"):
+            where += " (its receive NAPI runs on the sender CPUs: no CPU was left for it)"
+        loss["where"] = where
+    elif refused or dropped:
+        loss["lost_at"] = LOST_AT_DUT_RING if refused >= dropped else LOST_IN_DUT
+        loss["where"] = LOSS_PLACES[loss["lost_at"]]
+    return loss
 
 
 def aggregate_limit(limits):
@@ -400,6 +441,8 @@ def build_record(
     if ok:
         speed = link_speed_of(rec, link_speed_gbit)
         rec["loss"] = loss_verdict(meas["pps"], generator, meas["window"], kept_up_share, speed, point.get("packet_len"))
+        if "forwarding" in rec:
+            rec["loss"] = forwarding_verdict(rec["loss"], rec["forwarding"], (prov.get("dut") or {}).get("cpu_layout"))
     else:
         rec["failure"] = _failure(failure)
     return rec

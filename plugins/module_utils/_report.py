@@ -261,7 +261,9 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
     if any(r.get("lost_at") for r in rows):
         lines.append(
             "lost at: dut_rx_ring = the DUT's receive ring was full and the egress device refused frames "
-            "(the DUT is the limit); path = lost between the generator and the DUT program."
+            "(the DUT is the limit); path = lost between the generator and the DUT program; in_dut = received by the "
+            "DUT and not sent on; far_side = sent by the DUT and refused or lost at the generator's receive ports (the "
+            "generator is the limit: it receives what comes back)."
         )
     if any(r.get("count_mode") for r in rows):
         lines.append(

@@ -359,3 +359,51 @@ def test_malformed_generator_records_are_a_record_error():
     summary = {"offered_pps": 1e6, "intervals": [{"mono": 2.0, "interval_s": 1.0}]}
     with pytest.raises(_record.RecordError, match="malformed"):
         _record.loss_verdict(1e6, summary, {"start": 1.0, "end": 2.0})
+
+
+# -- forwarding: the far side in the verdict (issue 28) ----------------------------------------------------------------
+# fixture: two real records of paper_forward on the 2-CPU virtual lab (commit bf4ca8e, 2026-12-02, copied from its
+# trials.jsonl): xdp_tx, whose frames came back to the generator's one CPU, and linux_forward
+FORWARD = {}
+with open(os.path.join(FIXTURES, "forward_vlab_2cpu.jsonl")) as _f:
+    for _line in _f:
+        _rec = json.loads(_line)
+        FORWARD[_rec["point"]["system"]] = _rec
+
+
+def test_a_forwarding_trial_lost_at_the_far_side_is_the_generators():
+    rec = FORWARD["xdp_tx"]
+    lost = rec["forwarding"]["lost"]
+    # what the record says: lost on the way back (0.79 Mpps) outweighs what the DUT refused or dropped (0.07 Mpps)
+    assert lost["lost_on_way_back_pps"] > lost["refused_at_dut_ring_pps"] + lost["dropped_in_dut_pps"]
+    assert rec["loss"]["limit"] == _record.DUT_LIMITED  # the verdict as recorded then, without the far side
+    loss = _record.forwarding_verdict(rec["loss"], rec["forwarding"])
+    assert (loss["limit"], loss["lost_at"]) == (_record.GENERATOR_LIMITED, _record.LOST_AT_FAR_SIDE)
+    assert loss["sides"]["far_side_pps"] == pytest.approx(lost["lost_on_way_back_pps"])
+    assert loss["sides"]["dut_pps"] == pytest.approx(lost["refused_at_dut_ring_pps"] + lost["dropped_in_dut_pps"])
+    assert "receive NAPI runs on the sender CPUs" not in loss["where"]
+    # the virtual lab's layout says the generator had no receive CPU of its own: the verdict names it
+    shared = _record.forwarding_verdict(rec["loss"], rec["forwarding"], {"generator": [0], "generator_rx": []})
+    assert "its receive NAPI runs on the sender CPUs" in shared["where"]
+    assert rec["loss"]["limit"] == _record.DUT_LIMITED, "the input is not changed"
+
+
+def test_a_forwarding_trial_lost_in_the_dut_stays_the_duts():
+    rec = FORWARD["linux_forward"]
+    loss = _record.forwarding_verdict(rec["loss"], rec["forwarding"])
+    assert (loss["limit"], loss["lost_at"]) == (_record.DUT_LIMITED, _record.LOST_AT_DUT_RING)
+    more_dropped = copy.deepcopy(rec["forwarding"])
+    more_dropped["lost"]["dropped_in_dut_pps"] = 10 * more_dropped["lost"]["refused_at_dut_ring_pps"]
+    loss = _record.forwarding_verdict(rec["loss"], more_dropped)
+    assert (loss["limit"], loss["lost_at"]) == (_record.DUT_LIMITED, _record.LOST_IN_DUT)
+
+
+def test_a_kept_up_forwarding_trial_keeps_its_verdict_and_the_record_carries_both_sides():
+    rec = FORWARD["xdp_tx"]
+    kept_up = dict(rec["loss"], limit=_record.GENERATOR_LIMITED, lost_at=_record.LOST_NOWHERE)
+    loss = _record.forwarding_verdict(kept_up, rec["forwarding"])
+    assert (loss["limit"], loss["lost_at"]) == (_record.GENERATOR_LIMITED, _record.LOST_NOWHERE)
+    # build_record applies it to a record with a forwarding section, and the result meets the schema
+    full = ok_record(experiment="paper_forward", forwarding=copy.deepcopy(rec["forwarding"]), measurement=measurement(pps=1.0))
+    assert full["loss"]["limit"] == _record.GENERATOR_LIMITED and full["loss"]["lost_at"] == _record.LOST_AT_FAR_SIDE
+    assert set(full["loss"]["sides"]) == {"dut_pps", "far_side_pps"}
