@@ -4,8 +4,13 @@
  * xdplab-trafficgen: sets the UDP destination port of the frame to the next
  * flow of the running CPU and redirects it out of egress_ifindex.
  * Live frames are recycled between runs without being re-initialised, so the
- * port is rewritten on every packet; everything else is written once by
- * userspace (UDP checksum 0, so no checksum update is needed).
+ * port is rewritten on every packet, and so are the Ethernet and IPv4 headers
+ * (frame_hdrs, set by userspace from the frame it built): on veth the DUT
+ * receives the generator's own page, and whatever it changes in place (a Linux
+ * router's new MACs and TTL, XDP_TX's swapped MACs) came back with the page
+ * and was sent again, until 0.4.0 (issue 28: 71 % of the frames reaching the
+ * vlab's Linux router were for another host). The UDP payload is written once
+ * (UDP checksum 0, so no checksum update is needed).
  * With stamp_latency set (xdplab-trafficgen --latency-stamp) it also writes a
  * struct latency_stamp (xdp_latency.h) at the start of the UDP payload: the
  * CPU's next sequence number and bpf_ktime_get_ns(), read by
@@ -26,6 +31,22 @@
 const volatile __u32 egress_ifindex = 0;
 const volatile __u32 stamp_latency = 0; /* 1: write a struct latency_stamp into each frame */
 const volatile __u32 pace_frames = 0;   /* 1: frames wait for their group's time in pace_states */
+/* The frame's Ethernet and IPv4 headers as userspace built them, written back on every packet. */
+const volatile __u8 frame_hdrs[TG_ETH_LEN + TG_IPV4_LEN] __attribute__((aligned(8))) = {};
+
+/* frame_hdrs into the frame: 4 x 8 + 2 bytes, each read as volatile (a plain copy would be folded into the
+ * initialiser's zeros by the compiler: userspace sets the values only before the program loads). */
+static __always_inline void write_hdrs(void *data)
+{
+	const volatile __u64 *src = (const volatile __u64 *)frame_hdrs;
+	__u64 *dst = data;
+
+	dst[0] = src[0];
+	dst[1] = src[1];
+	dst[2] = src[2];
+	dst[3] = src[3];
+	*(__u16 *)(data + 32) = *(const volatile __u16 *)(frame_hdrs + 32);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -123,6 +144,7 @@ int xdp_trafficgen(struct xdp_md *ctx)
 
 	if (data + TG_HDRS_LEN > data_end)
 		return XDP_ABORTED;
+	write_hdrs(data);
 	cur = bpf_map_lookup_elem(&flow_cursors, &key);
 	if (!cur)
 		return XDP_ABORTED;

@@ -84,14 +84,16 @@
 #define XDPLAB_PROG_NAME "xdplab-trafficgen"
 #include "common.h"
 
-/* 0.2.0: --rate paced by the program; 0.3.0: a start record once every sender thread runs */
-#define TRAFFICGEN_VERSION "0.3.0"
+/* 0.2.0: --rate paced by the program; 0.3.0: a start record once every sender thread runs; 0.4.0: the Ethernet
+ * and IPv4 headers written on every packet (frame_hdrs), not only once */
+#define TRAFFICGEN_VERSION "0.4.0"
 #define OBJ_NAME "xdp_trafficgen.bpf.o"
 #define PROG_NAME "xdp_trafficgen"
 #define CURSOR_MAP_NAME "flow_cursors"
 #define EGRESS_VAR_NAME "egress_ifindex"
 #define STAMP_VAR_NAME "stamp_latency"
 #define PACE_VAR_NAME "pace_frames"
+#define HDRS_VAR_NAME "frame_hdrs"
 #define PACE_MAP_NAME "pace_states"
 
 #define MAX_BATCH 256    /* kernel limit for live frames (TEST_XDP_MAX_BATCH) */
@@ -415,15 +417,16 @@ static const char *find_obj(const struct config *cfg, char *buf, size_t size)
 	return NULL;
 }
 
-/* Open and load the generator program with egress_ifindex (and stamp_latency) set. */
-static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *cursor_fd)
+/* Open and load the generator program with egress_ifindex, stamp_latency, pace_frames and the frame's headers
+ * (frame_hdrs) set. */
+static struct bpf_object *load_obj(const struct config *cfg, const void *frame, int *prog_fd, int *cursor_fd)
 {
 	struct bpf_program *prog;
 	struct bpf_object *obj;
 	struct bpf_map *map;
 	char path_buf[PATH_MAX];
 	const char *path = find_obj(cfg, path_buf, sizeof(path_buf));
-	bool set = false, stamp_set = false, pace_set = false;
+	bool set = false, stamp_set = false, pace_set = false, hdrs_set = false;
 	int err;
 
 	obj = bpf_object__open_file(path, NULL);
@@ -470,6 +473,11 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 				*(__u32 *)(data + vs->offset) = cfg->program_paced;
 				pace_set = true;
 			}
+			if (!strcmp(btf__name_by_offset(btf, var->name_off), HDRS_VAR_NAME) &&
+			    vs->size == TG_ETH_LEN + TG_IPV4_LEN && vs->offset + vs->size <= size) {
+				memcpy(data + vs->offset, frame, TG_ETH_LEN + TG_IPV4_LEN);
+				hdrs_set = true;
+			}
 		}
 		if (set && bpf_map__set_initial_value(map, data, size))
 			die("cannot set %s in %s", EGRESS_VAR_NAME, path);
@@ -480,6 +488,9 @@ static struct bpf_object *load_obj(const struct config *cfg, int *prog_fd, int *
 	if (cfg->latency_stamp && !stamp_set)
 		die("%s has no .rodata variable %s: an object older than --latency-stamp (rebuild bpf/)", path,
 		    STAMP_VAR_NAME);
+	if (!hdrs_set)
+		die("%s has no .rodata variable %s of %d bytes: an object older than 0.4.0 (rebuild bpf/)", path,
+		    HDRS_VAR_NAME, TG_ETH_LEN + TG_IPV4_LEN);
 	if (cfg->program_paced && !pace_set)
 		die("%s has no .rodata variable %s: an object older than program pacing (rebuild bpf/)", path,
 		    PACE_VAR_NAME);
@@ -1031,7 +1042,7 @@ int main(int argc, char **argv)
 	pin_main_thread(&cfg);
 	libbpf_logging();
 	frame = build_frame(&cfg, &frame_len);
-	obj = load_obj(&cfg, &prog_fd, &cursor_fd);
+	obj = load_obj(&cfg, frame, &prog_fd, &cursor_fd);
 	if (cfg.rate_pps > 0)
 		held = hold_dispatcher(prog_fd);
 

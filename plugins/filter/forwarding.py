@@ -23,12 +23,16 @@ def forwarding_section(far, dut, ingress, gen_tx_interface, return_port="egress"
                                      f"with a measurement, got {type(result).__name__}")
     m, dm = far["measurement"], dut["measurement"]
     try:
-        return _forwarding.forwarding_section(
+        section = _forwarding.forwarding_section(
             far["counted"], _forwarding.dut_counts(dut["deltas"], ingress), m["window"]["seconds"],
             return_port=return_port, receive_ports=m["source"].get("devices", []), gen_tx_interface=gen_tx_interface,
             gen_deltas=far["deltas"], window=m["window"], dut_window=dm["window"], dut_seconds=dm["window"]["seconds"])
     except (KeyError, ValueError) as exc:
         raise AnsibleFilterError(f"forwarding_section: {exc}") from None
+    if isinstance(dut.get("stack"), dict):
+        # the DUT's stack counters over its window (rx_counters stack: true): where a Linux router's packets went
+        section["dut"]["stack"] = dut["stack"]
+    return section
 
 
 class FilterModule:

@@ -146,9 +146,12 @@ def in_netns(name):
 
 
 def napi_threads(namespace, ifindex):
-    """[{queue, napi_id, pid}] for the RX queues of IFINDEX in NAMESPACE."""
-    with in_netns(namespace):
+    """[{queue, napi_id, pid}] for the RX queues of IFINDEX in NAMESPACE (None: the namespace this process is in)."""
+    if namespace is None:
         genl = Genl()
+    else:
+        with in_netns(namespace):
+            genl = Genl()
     try:
         family = genl.family_id("netdev")
         ifattr = nl_attr(NETDEV_A_QUEUE_IFINDEX, struct.pack("=I", ifindex))

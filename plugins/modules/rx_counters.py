@@ -111,6 +111,17 @@ options:
         starts after O(start_at) + O(warmup) fails (give a start further ahead).
       - Not with O(snapshot_only) or O(since).
     type: float
+  stack:
+    description:
+      - Also read the Linux stack's own counters at the window's edges (nstat's C(/proc/net/snmp) and
+        C(/proc/net/netstat) of the module's network namespace, and C(/proc/net/softnet_stat) per CPU) and return what
+        moved in RV(stack). For the DUT of a Linux forwarding trial, where the stack's packets went.
+    type: bool
+    default: false
+  stack_cpus:
+    description: With O(stack), the CPUs whose softnet_stat lines RV(stack) keeps (default all).
+    type: list
+    elements: int
   trex_wait:
     description:
       - With O(source=trex), seconds to wait for the runner's next interval record (its first one comes after its
@@ -200,6 +211,14 @@ deltas:
   description: "C({dev: {counter: delta}}) of every device over the window (null with O(snapshot_only))."
   returned: always
   type: dict
+stack:
+  description:
+    - "With O(stack): C({snmp: {name: delta}, softnet: {cpu: {processed, dropped, time_squeeze, ...}}, drops: {name:
+      delta}}) over the window, only what moved; C(drops) the stack's drop counters among them (IpOutNoRoutes,
+      IpInDiscards, TcpExtIPReversePathFilter, ...). C(softnet) is the whole host's (not per namespace)."
+  returned: with O(stack) and not O(snapshot_only)
+  type: dict
+  sample: {snmp: {IpInReceives: 2400000, IpForwDatagrams: 2400000}, softnet: {"1": {processed: 2400000}}, drops: {}}
 agreement:
   description: "Percent by which the count differs from the devices' own C(if_rx_packets) (null without traffic)."
   returned: always
@@ -217,6 +236,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool_ioc
 from ansible_collections.xdplab.testbed.plugins.module_utils import _forwarding as forwarding
 from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement as measurement
 from ansible_collections.xdplab.testbed.plugins.module_utils import _process as process
+from ansible_collections.xdplab.testbed.plugins.module_utils import _stack as stack
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
 
 TREX_COUNTER = "ipackets"
@@ -343,7 +363,13 @@ class RxCounters:
             return self.trex_snapshot()
         t0, r0 = self.clock(), self.realtime()
         devices = {d: self.read_device(d) for d in self.devices + self.extra}
-        return {"t": (t0 + self.clock()) / 2.0, "realtime": (r0 + self.realtime()) / 2.0, "devices": devices}
+        snap = {"t": (t0 + self.clock()) / 2.0, "realtime": (r0 + self.realtime()) / 2.0, "devices": devices}
+        if self.p.get("stack"):
+            try:
+                snap["stack"] = stack.read()
+            except (OSError, stack.StackError) as exc:
+                self.fail(f"cannot read the stack's counters (/proc/net/snmp, netstat, softnet_stat): {exc}")
+        return snap
 
     def check_since(self, since):
         if not isinstance(since, dict) or "t" not in since or not isinstance(since.get("devices"), dict):
@@ -406,6 +432,8 @@ class RxCounters:
             details = {"own_counter": None, "own_packets": None, "agreement_pct": None, "counter_names": TREX_COUNTER,
                        "per_port": self.per_port(first, last, seconds),
                        "agreement_note": "T-Rex's ipackets is the port's own counter: no second counter to compare"}
+        if self.p.get("stack") and "stack" in first and "stack" in last:
+            self.result["stack"] = stack.delta(first["stack"], last["stack"], self.p.get("stack_cpus"))
         self.result.update(
             counted=total,
             deltas=forwarding.device_deltas(first, last),
@@ -459,6 +487,8 @@ def argument_spec():
         trex_ports=dict(type="list", elements="str", default=[]),
         trex_wait=dict(type="float", default=10.0),
         start_at=dict(type="float"),
+        stack=dict(type="bool", default=False),
+        stack_cpus=dict(type="list", elements="int"),
     )
 
 

@@ -176,3 +176,35 @@ def test_gro_makes_napi_and_kthreads_survive_xdp_attach(tmp_path, names):
         assert napi_threads("xvt-b0") == before, f"{mode} detach re-created the NAPI threads"
 
     assert run_module(tmp_path, topology(names))["changed"] is False
+
+
+def test_napi_affinity_moves_a_queues_thread_to_the_nic_cpu_and_back(tmp_path, names):
+    """Issue 28: the NIC CPU. xdplab.testbed.napi_affinity, run inside the DUT's namespace as the netns connection
+    runs it, pins each RX queue's NAPI thread round-robin over its CPUs; check mode and a second run change nothing."""
+    built = run_module(tmp_path, topology(names, queues=2, cpus=(1,)))
+    assert not built.get("failed"), built
+    module = os.path.join(ROOT, "plugins", "modules", "napi_affinity.py")
+
+    def affinity(cpus, check_mode=False):
+        data = {"interface": "xvt-b0", "cpus": cpus}
+        if check_mode:
+            data["_ansible_check_mode"] = True
+        path = tmp_path / "napi.json"
+        path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": data}))
+        done = subprocess.run(["ip", "netns", "exec", names[1], sys.executable, module, str(path)],
+                              capture_output=True, text=True, env=ENV, check=False)  # fmt: skip
+        assert done.stdout, done.stderr
+        return json.loads(done.stdout)
+
+    assert sorted(cpus for _comm, cpus in napi_threads("xvt-b0").values()) == [[1], [1]]
+    planned = affinity([0], check_mode=True)
+    assert planned["changed"] and [t["cpu"] for t in planned["threads"]] == [0, 0], planned
+    assert sorted(cpus for _comm, cpus in napi_threads("xvt-b0").values()) == [[1], [1]]  # check mode changed nothing
+    moved = affinity([0])
+    assert moved["changed"] and [t["before"] for t in moved["threads"]] == [[1], [1]], moved
+    assert sorted(cpus for _comm, cpus in napi_threads("xvt-b0").values()) == [[0], [0]]
+    assert not affinity([0])["changed"]
+    back = affinity([1, 0])  # round-robin: rx-0 -> CPU 1, rx-1 -> CPU 0
+    assert back["changed"] and [(t["queue"], t["cpu"]) for t in back["threads"]] == [(0, 1), (1, 0)], back
+    wrong = affinity([7])
+    assert wrong.get("failed") and "cpus: CPU 7 is not online (online: 0-1)" in wrong["msg"], wrong
