@@ -154,7 +154,16 @@ test-beside-builds: $(VENV)/.test-deps
 # after the venv is complete (both install into it); ~50 s less here (lint 55 s, sanity 64 s alone). Then every
 # test but the no_traffic ones alone on the machine (the unit tests, and those that send traffic or use the virtual
 # lab); then the no_traffic ones beside molecule's scenarios (the streams above), then molecule default alone
+# test-steps does that; make test then names, as its last lines and whatever the outcome, every test its pytest runs
+# skipped, with the reason (tests/skiplog.py: each run logs its skips into SKIPS_DIR), or "no test skipped"
+SKIPS_DIR := $(CURDIR)/.pytest_cache/xdplab-skips
+.PHONY: test-steps
 test: $(VENV)/.test-deps
+	@rm -rf $(SKIPS_DIR)
+	@rc=0; XDPLAB_SKIPS_DIR=$(SKIPS_DIR) $(MAKE) --no-print-directory test-steps || rc=$$?; \
+	  $(VENV)/bin/python tests/skiplog.py $(SKIPS_DIR) || [ $$rc != 0 ] || rc=1; exit $$rc
+
+test-steps: $(VENV)/.test-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 lint sanity
 	$(MAKE) --no-print-directory system-deps
 	$(VENV)/bin/pytest -q --durations=80 -m "not no_traffic" tests
