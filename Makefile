@@ -24,7 +24,7 @@ help:
 	@echo "make xdp-pass-tcp what XDP_PASS costs TCP (seeds/002): iperf3 into the DUT, CPU per Gbit/s by program"
 	@echo "make site         build the testbed from bare machines (INVENTORY=inventories/lab)"
 	@echo "make test         lint + unit + integration + molecule"
-	@echo "make bench        benchmarks (figures in docs/BENCHMARKS.md)"
+	@echo "make bench        every script in benchmarks/ to the end, outputs and summary in results/bench/ (exit 1 only when one failed)"
 	@echo "make testbed-down stop generators, detach programs, remove the virtual lab"
 
 # -- environment -----------------------------------------------------------------------------
@@ -154,20 +154,27 @@ test-beside-builds: $(VENV)/.test-deps
 # after the venv is complete (both install into it); ~50 s less here (lint 55 s, sanity 64 s alone). Then every
 # test but the no_traffic ones alone on the machine (the unit tests, and those that send traffic or use the virtual
 # lab); then the no_traffic ones beside molecule's scenarios (the streams above), then molecule default alone
+# test-steps does that; make test then names, as its last lines and whatever the outcome, every test its pytest runs
+# skipped, with the reason (tests/skiplog.py: each run logs its skips into SKIPS_DIR), or "no test skipped"
+SKIPS_DIR := $(CURDIR)/.pytest_cache/xdplab-skips
+.PHONY: test-steps
 test: $(VENV)/.test-deps
+	@rm -rf $(SKIPS_DIR)
+	@rc=0; XDPLAB_SKIPS_DIR=$(SKIPS_DIR) $(MAKE) --no-print-directory test-steps || rc=$$?; \
+	  $(VENV)/bin/python tests/skiplog.py $(SKIPS_DIR) || [ $$rc != 0 ] || rc=1; exit $$rc
+
+test-steps: $(VENV)/.test-deps
 	$(MAKE) --no-print-directory --output-sync=target -j2 lint sanity
 	$(MAKE) --no-print-directory system-deps
 	$(VENV)/bin/pytest -q --durations=80 -m "not no_traffic" tests
 	$(MAKE) --no-print-directory --output-sync=target -j2 molecule-builds test-beside-builds
 	$(VENV)/bin/molecule test -s default
 
+# every script in benchmarks/ to its end, under the lab lock, each one's output in results/bench/<run-id>/ with a
+# summary (verdict, exit, seconds, provenance). Exit 0 when every script ran to the end, a bound exceeded included
+# (reported in the summary, not an error); 1 when a script failed or did not run (benchmarks/run_all.py says why)
 bench: system-deps
-	$(VENV)/bin/python benchmarks/systems_vs_xdp.py
-	bash benchmarks/bpf_overhead.sh
-	bash benchmarks/generator_ceiling.sh
-	$(VENV)/bin/python benchmarks/stats_accuracy.py
-	$(VENV)/bin/python benchmarks/count_mode_overhead.py
-	$(VENV)/bin/python benchmarks/ansible_task_cost.py
+	$(VENV)/bin/python benchmarks/run_all.py $(ARGS)
 
 clean:
 	rm -rf bpf/build .pytest_cache .ruff_cache

@@ -1,6 +1,6 @@
 # Copyright: xdplab.testbed developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The NDR/PDR search's goals, checked before anything changes (plugins/module_utils/_ndrpdr.py)."""
+"""The NDR/PDR search's goals and generator, checked before anything changes (plugins/module_utils/_ndrpdr.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ def ndr_pdr_goals(goals):
         raise AnsibleFilterError("ndr_pdr goals: %s" % exc) from None
 
 
+def ndr_pdr_backend_problem(backend):
+    """Why an NDR/PDR search cannot run on this generator backend, '' when it can."""
+    return _ndrpdr.backend_problem(backend)
+
+
 class FilterModule:
     def filters(self):
-        return {"ndr_pdr_goals": ndr_pdr_goals}
+        return {"ndr_pdr_goals": ndr_pdr_goals, "ndr_pdr_backend_problem": ndr_pdr_backend_problem}

@@ -178,7 +178,9 @@ def forwarding_section(far, dut, seconds, *, return_port, receive_ports, gen_tx_
     return {
         "received_pps": rate(far["packets"]),
         "received_packets": far["packets"],
-        "offered_pps": rate(offered),
+        # what the generator's sending port put out (frames it sent + frames the DUT's ring refused), not the trial's
+        # offered rate: that is the record's loss.offered_pps, with its basis (loss.offered_basis)
+        "sent_pps": rate(offered),
         "window": window,
         "dut_window": dut_window,
         "dut_window_offset_s": window_offset(window, dut_window),

@@ -118,6 +118,31 @@ class ReplayMeasurer:
         )
 
 
+# The backends whose summary counts egress.refused, the search's loss (trial_of): the search is refused before any
+# trial on any other, with the reason (playbooks/ndr_pdr.yml, filter ndr_pdr_backend_problem).
+REFUSED_COUNTED_BY = ("xdp_live",)
+NO_REFUSED_COUNT = {
+    "trex": (
+        "T-Rex's summary has no egress.refused (the frames the DUT refused, the search's loss): a T-Rex port's oerrors "
+        "count its own TX errors, not the DUT's, and on hardware the DUT's loss is in its NIC's counters "
+        "(rx_missed_errors, rx_discards_phy, rx_out_of_buffer), which a search trial does not read"
+    ),
+    "iperf3": "iperf3 offers TCP streams, which slow down instead of losing frames: its summary has no egress.refused",
+}
+
+
+def backend_problem(backend):
+    """Why an NDR/PDR search cannot run on this generator backend ('' when it can)."""
+    if backend in REFUSED_COUNTED_BY:
+        return ""
+    reason = NO_REFUSED_COUNT.get(backend) or "its summary has no egress.refused (the frames the DUT refused)"
+    return (
+        "an NDR/PDR search needs a generator that counts the frames the DUT refused; backend %s cannot: %s. Run the "
+        "search on a backend that does (%s), or measure loss at fixed rates with the drop experiments"
+        % (backend, reason, ", ".join(REFUSED_COUNTED_BY))
+    )
+
+
 def trial_of(record):
     """A search trial from a trial record: {step, load, duration, offered, lost, offered_pps, ...}."""
     point = record.get("point") or {}
@@ -127,7 +152,8 @@ def trial_of(record):
     refused = (gen.get("egress") or {}).get("refused")
     if sent is None or refused is None:
         raise SearchInputError(
-            "trial %s has no generator counts (sent, egress.refused): not a search trial" % record.get("trial_id")
+            "trial %s has no generator counts (sent, egress.refused): not a search trial%s"
+            % (record.get("trial_id"), "; " + backend_problem(gen["backend"]) if gen.get("backend") else "")
         )
     load = float(point["load_pps"])
     elapsed = gen.get("elapsed_s") or None

@@ -460,11 +460,24 @@ def schema_of(rec):
     return rec.get("schema")
 
 
+def _forwarding_sent(rec):
+    """A record whose forwarding section still calls its sending port's count offered_pps (before issue 29) with it
+    named sent_pps: the trial's one offered rate is loss.offered_pps (loss.offered_basis). Copies what it changes."""
+    fwd = rec.get("forwarding")
+    if not isinstance(fwd, dict) or "offered_pps" not in fwd:
+        return rec
+    fwd = dict(fwd)
+    sent = fwd.pop("offered_pps")
+    fwd.setdefault("sent_pps", sent)
+    return dict(rec, forwarding=fwd)
+
+
 def normalize(rec, link_speed_gbit=None):
     """A record as the report reads it: schema 1 as it is; a legacy record (no ``schema``) completed.
 
     A legacy record's verdict knew generator and dut only: the line rate is decided here with the
     same code as build_record's (the record's provenance.dut.link_speed_gbit, else link_speed_gbit).
+    Any record's forwarding.offered_pps (before issue 29) becomes forwarding.sent_pps (_forwarding_sent).
     Raises UnreadableRecord for a schema this code does not know.
     """
     version = schema_of(rec)
@@ -474,7 +487,7 @@ def normalize(rec, link_speed_gbit=None):
                 "schema %r: this collection reads schema %s and records without a schema (legacy); update the collection"
                 % (version, ", ".join(str(v) for v in READABLE_SCHEMAS))
             )
-        return rec
+        return _forwarding_sent(rec)
     if not isinstance(rec.get("point"), dict) or "trial_id" not in rec:
         raise UnreadableRecord("not a trial record (no schema, no trial_id or point)")
     rec = copy.deepcopy(rec)
@@ -485,7 +498,7 @@ def normalize(rec, link_speed_gbit=None):
         offered = loss.get("offered_pps") or (rec.get("generator") or {}).get("offered_pps")
         speed = link_speed_of(rec, link_speed_gbit)
         loss["limit"] = line_rate_limit(loss["limit"], offered, rec["point"].get("packet_len"), speed)
-    return rec
+    return _forwarding_sent(rec)
 
 
 def count_mode_of(rec):

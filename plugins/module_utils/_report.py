@@ -41,6 +41,7 @@ CSV_COLUMNS = (
     "ns_per_packet",
     "queue_spread",
     "offered_mpps",
+    "offered_basis",
     "loss_pct",
     "limit",
     "lost_at",
@@ -130,6 +131,15 @@ def reference_series(text, columns):
     return series
 
 
+def offered_basis(loss):
+    """What a record's offered rate (loss.offered_pps) was counted over: window | run (the generator's whole run,
+    also when the verdict has no offered_pps of its own and its generator's is taken); unknown for a legacy verdict
+    with an offered_pps and no basis."""
+    if "offered_pps" not in loss:
+        return "run"
+    return loss.get("offered_basis") or "unknown"
+
+
 def aggregate(records, reference=None):
     """Rows, one per matrix point, in a stable order (system, action, touch, size, cores, other axes).
 
@@ -146,6 +156,7 @@ def aggregate(records, reference=None):
         recs = groups[key]
         pps = [r["result"]["pps"] for r in recs]
         offered = [r["loss"].get("offered_pps", r["generator"]["offered_pps"]) for r in recs]
+        bases = sorted({offered_basis(r["loss"]) for r in recs})
         spreads = [r["result"].get("queue_spread") for r in recs if r["result"].get("queue_spread") is not None]
         losses = [r["loss"]["pct"] for r in recs if r["loss"].get("pct") is not None]
         lost_at = sorted({r["loss"].get("lost_at") for r in recs if r["loss"].get("lost_at") not in (None, "none")})
@@ -167,6 +178,7 @@ def aggregate(records, reference=None):
                 "ns_per_packet": round(1e9 / mean, 2) if mean > 0 else None,
                 "queue_spread": round(max(spreads), 3) if spreads else None,
                 "offered_mpps": round(statistics.fmean(offered) / 1e6, 3),
+                "offered_basis": ",".join(bases),
                 "loss_pct": round(statistics.fmean(losses), 2) if losses else None,
                 "limit": limit,
                 "lost_at": ",".join(lost_at),
@@ -217,10 +229,10 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
     extra = _extra_columns(rows)
     busy = any(r.get("cpu_busy") is not None for r in rows)
     headers = ["system", "touch", "size", "cores"] + [AXIS_HEADERS.get(c.replace("point_", "", 1), c) for c in extra]
-    headers += ["Mpps (mean)", "stdev", "ns/pkt", "queue spread", "offered Mpps", "loss %"]
+    headers += ["Mpps (mean)", "stdev", "ns/pkt", "queue spread", "offered Mpps", "offered over", "loss %"]
     headers += ["CPU busy %"] if busy else []
     headers += ["count mode", "limit", "paper Mpps"]
-    align = ["---", "---", "---:", "---:"] + ["---:"] * len(extra) + ["---:"] * 6 + (["---:"] if busy else [])
+    align = ["---", "---", "---:", "---:"] + ["---:"] * len(extra) + ["---:"] * 5 + ["---", "---:"] + (["---:"] if busy else [])
     align += ["---", "---", "---:"]
     lines = ["## %s" % title, "", "| %s |" % " | ".join(headers), "|%s|" % "|".join(align)]
     flagged, line_rate = False, False
@@ -242,6 +254,7 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
             _fmt(r["ns_per_packet"], "%.1f"),
             _fmt(r["queue_spread"], "%.2f"),
             _fmt(r["offered_mpps"], "%.3f"),
+            _fmt(r.get("offered_basis")),
             _fmt(r["loss_pct"], "%.2f"),
         ]
         cells += [_fmt(r.get("cpu_busy"), "%.1f")] if busy else []
@@ -270,6 +283,10 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
             "count mode: what counted the XDP program's packets; driver = the driver's own per-queue XDP counters "
             "(a bare program without map writes), program = the program's per-CPU map (costs ns per packet)."
         )
+    lines.append(
+        "offered: the generator's own count of the frames it sent (each trial's loss.offered_pps), over the measurement "
+        "window (window: its per-second records) or over its whole run (run: its records do not cover the window)."
+    )
     lines.append(
         "queue spread: busiest active RX queue over the mean of active queues (1.00 = even RSS). "
         "paper: the XDP paper's testbed (Xeon E5-1650 v4, ConnectX-5, 64-byte frames), for comparison only."

@@ -175,6 +175,8 @@ rows:
     - One aggregated row per matrix point.
     - With O(side_by_side), a row holds the point's axes, C(paper_mpps) and C(duts), a mapping of each DUT that
       measured the point to its C(repetitions), C(mpps_mean), C(mpps_stdev), C(offered_mpps) and C(limit).
+    - C(offered_mpps) is the mean of each trial's one offered rate (C(loss.offered_pps)); C(offered_basis) says what
+      it was counted over, C(window) or C(run) (comma-separated when the repetitions differ).
   returned: always
   type: list
   elements: dict
@@ -190,6 +192,7 @@ rows:
       ns_per_packet: 169.1
       queue_spread: 1.0
       offered_mpps: 6.2
+      offered_basis: window
       loss_pct: 4.6
       limit: dut
       lost_at: dut_rx_ring

@@ -76,3 +76,18 @@ def test_every_wrong_field_at_once(tmp_path):
     assert "4 input error(s), nothing was changed" in out
     for field in ("dut: xdplab_dut_mac: 'zz'", "dut: xdplab_dut_ip: '1.2.3'", "touch: 'lick'", "experiment_repetitions: 0"):
         assert field in out
+
+
+def test_ndr_pdr_search_on_trex_is_refused_before_any_trial(tmp_path):
+    """inventories/lab's generator is T-Rex, whose summary has no egress.refused (the search's loss): the search stops
+    in its first play, with the reason, before the hosts are read (the lab's hosts are placeholders) or a trial runs."""
+    res = subprocess.run(
+        [PLAYBOOK, "-i", "inventories/lab", "playbooks/ndr_pdr.yml", "-e", "experiment_results_dir=%s" % tmp_path],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    out = " ".join((res.stdout + res.stderr).split()).replace("''", "'")
+    assert res.returncode != 0, out[-2000:]
+    assert "ndr_pdr on tg: an NDR/PDR search needs a generator that counts the frames the DUT refused; backend trex" in out
+    assert "T-Rex's summary has no egress.refused" in out and "Run the search on a backend that does (xdp_live)" in out
+    assert "Read the hosts" not in out and "UNREACHABLE" not in out
+    assert not list(tmp_path.rglob("*.jsonl"))

@@ -89,7 +89,7 @@ def test_redirect_map_counted_at_the_generator(lab):
     assert section["lost"]["refused_at_dut_ring_pps"] == 0
     assert section["lost"]["dropped_in_dut_pps"] <= 0.01 * section["dut"]["received_pps"]
     assert section["lost"]["lost_on_way_back_pps"] <= 0.01 * section["dut"]["received_pps"]
-    assert section["offered_pps"] == pytest.approx(sent / m["window"]["seconds"])
+    assert section["sent_pps"] == pytest.approx(sent / m["window"]["seconds"])
 
     for ns, dev in ((lab.dut, "dut0"), (lab.tg, "tg1")):
         assert lab.module(ns, "xdp_program", {"interface": dev, "state": "absent"})["changed"]

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The forwarding experiment end to end (issue 9): the real playbooks/paper_forward.yml on inventories/vlab, one
-trial each (1 repetition, 2 samples of 1 s, the window's lead 5 s instead of the role's 10) of XDP_REDIRECT and DPDK
-testpmd `mac` across the two ports (net_af_xdp on both veths, in the background while the far side counts), counted
-where the frames come back (AF_XDP l2fwd runs through the same background path, forward/process.yml; it is left out
-here for the test's time). Each record says it counted at generator_rx, carries the forwarding section, and the
-far-side count agrees within 1 % with the receiving veth's own rx_packets over the same window. Programs, packages
+trial each (1 repetition, 2 samples of 1 s, the window's lead 5 s instead of the role's 10) of every system of the
+experiment: XDP_TX (back out of the ingress port), XDP_REDIRECT and Linux forwarding to the egress port, DPDK
+testpmd `mac` across the two ports (net_af_xdp on both veths) and AF_XDP l2fwd (back out of its queue), the last two
+in the background while the far side counts (forward/process.yml), counted where the frames come back. Each record
+says it counted at generator_rx, carries the forwarding section, the far-side count agrees within 1 % with the
+receiving veth's own rx_packets over the same window, and the loss split adds up to what the generator's sending port
+put out (XDP_TX's frames counted once: summed twice they were 195 % of it). Programs, packages
 and tuning are what the other lab tests installed (skipped here unless missing); no report. The namespaces are the
 vlab's fixed xdplab-tg / xdplab-dut: run under the lab lock. Root.
 """
@@ -15,7 +17,8 @@ import subprocess
 import pytest
 
 TINY = {
-    "paper_forward_systems": ["xdp_redirect", "dpdk_mac"], "paper_forward_repetitions": 1,
+    "paper_forward_systems": ["xdp_tx", "xdp_redirect", "linux_forward", "dpdk_mac", "af_xdp_l2fwd"],
+    "paper_forward_repetitions": 1,
     "experiment_samples": 2,
     "experiment_warmup": 1, "experiment_interval": 1, "experiment_drift_check": False,
     "experiment_generator_slack": 60, "experiment_window_lead": 5, "xdplab_testbed_dpdk": False, "xdplab_testbed_tuning": False,
@@ -24,7 +27,7 @@ TINY = {
 
 
 @pytest.mark.root
-def test_paper_forward_redirect_counted_where_frames_return(lab_playbook):
+def test_paper_forward_every_system_counted_where_frames_return(lab_playbook):
     records = lab_playbook("paper_forward", TINY, installed=(
         "bin/xdplab-trafficgen", "bin/xdplab-xsk-bench", "lib/bpf/xdp_bench.bpf.o", "lib/bpf/xdp_forward.bpf.o"))
     by_system = {r["point"]["system"]: r for r in records}
@@ -32,8 +35,11 @@ def test_paper_forward_redirect_counted_where_frames_return(lab_playbook):
     assert [r["status"] for r in records] == ["ok"] * len(records), [r.get("failure") for r in records]
     # where each system's frames come back: the egress pair's far end, or the generator's own port
     returns = {
+        "xdp_tx": ("ingress", "veth-tg0"),
         "xdp_redirect": ("egress", "veth-tg1"),
+        "linux_forward": ("egress", "veth-tg1"),
         "dpdk_mac": ("egress", "veth-tg1"),
+        "af_xdp_l2fwd": ("ingress", "veth-tg0"),
     }
     for system, rec in by_system.items():
         return_port, device = returns[system]
@@ -50,9 +56,23 @@ def test_paper_forward_redirect_counted_where_frames_return(lab_playbook):
         # flight at the window's edges (rings, testpmd's bursts) fall on either side. Bracketing the far side's task
         # by two DUT reads instead was up to 11 % short for dpdk_mac; aligned, 0.06 % (XDP) and 0.31 % (DPDK) here
         assert fwd["dut_window_offset_s"] is not None and abs(fwd["dut_window_offset_s"]) < 0.05, (system, fwd)
-        assert total == pytest.approx(fwd["offered_pps"], rel=0.02), (system, fwd)
+        assert total == pytest.approx(fwd["sent_pps"], rel=0.02), (system, fwd)
+        # one offered rate per trial, with its basis: the loss verdict's; the section's own count is sent_pps
+        assert "offered_pps" not in fwd and rec["loss"]["offered_basis"] in ("window", "run"), (system, rec["loss"])
+        assert rec["loss"]["offered_pps"] > 0, (system, rec["loss"])
     program = by_system["xdp_redirect"]["provenance"]["program"]
     assert program["name"] == "xdp_fwd_redirect_map" and program["map_entries"]["tx_ports"]
+    assert by_system["xdp_tx"]["provenance"]["program"]["name"] == "xdp_bench_tx"
+    # the stack as a router: no XDP program, the route it forwarded by
+    linux = by_system["linux_forward"]["provenance"]["program"]
+    assert linux["name"] == "linux_forward" and " via " in linux["route"], linux
+    # xdplab-xsk-bench's l2fwd in the background, its own rate beside the far side's count, its window past the far side's
+    afxdp = by_system["af_xdp_l2fwd"]
+    assert afxdp["provenance"]["program"]["system"] == "af_xdp" and afxdp["provenance"]["program"]["mode"] == "l2fwd"
+    own = afxdp["result"]["details"]["dut_process"]
+    assert own["name"] == "xdplab-xsk-bench" and own["pps"] > 0, own
+    if own.get("window"):
+        assert own["window"]["end"] >= afxdp["result"]["window"]["end"], afxdp["result"]
     # testpmd forwarded in `mac` mode across the two ports, and counted its own RX beside the far side's count
     dpdk = by_system["dpdk_mac"]
     command = dpdk["provenance"]["program"]["command"]

@@ -17,6 +17,7 @@ import csv
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -39,12 +40,28 @@ def sh(*argv, check=True, **kw):
     return subprocess.run(argv, check=check, capture_output=True, text=True, **kw)
 
 
+def install_iperf3():
+    """iperf3 from Debian when it is not there yet (the role vlab's xdplab_dut_packages has it, a bare machine not).
+
+    The package's debconf question (start a daemon) keeps its default, no, under DEBIAN_FRONTEND=noninteractive.
+    """
+    if shutil.which("iperf3"):
+        return
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = ["apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=900", "iperf3"]
+    proc = subprocess.run(install, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:  # a machine whose package lists are stale or empty
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, text=True, env=env, check=False)
+        proc = subprocess.run(install, capture_output=True, text=True, env=env, check=False)
+    failed = "could not install iperf3 (%s): %s" % (" ".join(install), (proc.stdout + proc.stderr)[-1500:])
+    assert proc.returncode == 0 and shutil.which("iperf3"), failed
+
+
 @pytest.fixture(scope="module")
 def build(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    if not sh("sh", "-c", "command -v iperf3", check=False).stdout.strip():
-        pytest.skip("iperf3 is not installed (apt-get install iperf3; the role vlab's xdplab_dut_packages has it)")
+    install_iperf3()
     out = tmp_path_factory.mktemp("seed-build")
     targets = [str(out / t) for t in ("xdplab-xsk-bench", "xdplab-trafficgen", "xdp_trafficgen.bpf.o", "xdp_bench.bpf.o")]
     proc = subprocess.run(["make", "-C", os.path.join(ROOT, "bpf"), "BUILD=%s" % out, *targets], capture_output=True,

@@ -6,6 +6,7 @@ search itself is the real MLRsearch package.
 """
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -13,8 +14,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.xdplab.testbed.plugins.filter.ab_compare import ab_compare_plan
-from ansible_collections.xdplab.testbed.plugins.filter.ndr_pdr import ndr_pdr_goals
-from ansible_collections.xdplab.testbed.plugins.module_utils import _abreport, _abstats, _ndrpdr
+from ansible_collections.xdplab.testbed.plugins.filter.ndr_pdr import ndr_pdr_backend_problem, ndr_pdr_goals
+from ansible_collections.xdplab.testbed.plugins.module_utils import _abreport, _abstats, _ndrpdr, _trex
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators import backend_names
 from ansible_collections.xdplab.testbed.plugins.modules import ndr_pdr_search
 
 SYSTEMS = {"xdp": {"impl": "xdp"}, "linux_raw": {"impl": "linux"}}
@@ -268,3 +270,41 @@ def test_search_module_refuses_a_load_above_the_measured_ceiling(tmp_path, capsy
     out = json.loads(capsys.readouterr().out)
     assert out["failed"] and "above the generator's ceiling 3300000 pps" in out["msg"] and "ndr_pdr_max_mpps" in out["msg"]
     assert path.read_text() == json.dumps(step0) + "\n" and not (tmp_path / "ndr_pdr.jsonl").exists()
+
+
+def _trex_generator_summary():
+    """A T-Rex backend's summary from the client's statistics (tests/unit/fixtures/trex/get_stats_port0.json, a
+    fixture of the stateless client's shape), through the backend's own code."""
+    with open(os.path.join(os.path.dirname(__file__), "fixtures", "trex", "get_stats_port0.json")) as f:
+        stats = json.load(f)
+    stats = {int(k) if k.isdigit() else k: v for k, v in stats.items()}
+    final = _trex.run_summary(
+        stats, [0], [], 10.0, {"pkt_len": 64, "flows": 6, "version": "T-Rex v3.04", "tx_ports": [0], "mult": "100%"}
+    )
+    return _trex.generator_summary(final, [{"type": "interval"}], ["xdplab-trex-run"], {"queues": 6, "rate_pps": 0})
+
+
+def test_a_trex_trial_has_no_refused_count_and_the_search_says_why():
+    gen = _trex_generator_summary()
+    assert gen["backend"] == "trex" and gen["sent"] > 0 and gen["egress"]["refused"] is None
+    rec = {
+        "status": "ok",
+        "trial_id": "t1",
+        "point": dict(POINT, touch="no_touch", search=1, step=1, load_pps=1e6, trial_s=1.0, offered_mpps=1.0),
+        "generator": gen,
+    }
+    with pytest.raises(_ndrpdr.SearchInputError, match=r"trial t1 has no generator counts .*backend trex cannot: T-Rex's"):
+        _ndrpdr.trial_of(rec)
+
+
+def test_the_search_refuses_every_backend_without_a_refused_count():
+    assert ndr_pdr_backend_problem("xdp_live") == ""
+    trex = ndr_pdr_backend_problem("trex")
+    assert trex.startswith("an NDR/PDR search needs a generator that counts the frames the DUT refused; backend trex")
+    assert "oerrors count its own TX errors" in trex and "(xdp_live)" in trex
+    assert "TCP streams" in ndr_pdr_backend_problem("iperf3")
+    assert "backend pktgen cannot: its summary has no egress.refused" in ndr_pdr_backend_problem("pktgen")
+    assert "backend  cannot" in ndr_pdr_backend_problem("")
+    # every backend the collection has is decided: it counts refused frames, or the reason it does not is written
+    for name in backend_names():
+        assert name in _ndrpdr.REFUSED_COUNTED_BY or name in _ndrpdr.NO_REFUSED_COUNT, name

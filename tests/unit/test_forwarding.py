@@ -8,12 +8,18 @@ the 3114464 refused), the DUT redirected them all, veth-tg1's ring took 184592 (
 the 499920 refused) and the drop program counted exactly those.
 """
 
+import copy
+import json
 import os
 import subprocess
 
+import jsonschema
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils import _forwarding as fw
 from ansible_collections.xdplab.testbed.plugins.module_utils import _record
+
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "trial_record.schema.json")) as _f:
+    SCHEMA = json.load(_f)
 
 SENT, TAKEN, BACK, REFUSED_BACK = 3798976, 684512, 184592, 499920
 
@@ -68,14 +74,14 @@ def test_where_the_rest_was_lost():
                                 gen_tx_interface="veth-tg0", gen_deltas=fw.device_deltas(before, after),
                                 window={"start": 10.0, "end": 13.0, "seconds": 3.0})
     assert sec["received_pps"] == pytest.approx(BACK / 3)
-    assert sec["offered_pps"] == pytest.approx(SENT / 3)
+    assert sec["sent_pps"] == pytest.approx(SENT / 3) and "offered_pps" not in sec
     lost = sec["lost"]
     assert lost["refused_at_dut_ring_pps"] == pytest.approx((SENT - TAKEN) / 3)
     assert lost["dropped_in_dut_pps"] == 0
     assert lost["lost_on_way_back_pps"] == pytest.approx(REFUSED_BACK / 3)
-    # every offered frame is in exactly one place
+    # every frame the sending port put out is in exactly one place
     total = sec["received_pps"] + lost["refused_at_dut_ring_pps"] + lost["dropped_in_dut_pps"] + lost["lost_on_way_back_pps"]
-    assert total == pytest.approx(sec["offered_pps"])
+    assert total == pytest.approx(sec["sent_pps"])
 
 
 def test_xdp_tx_sent_back_is_counted_once():
@@ -114,6 +120,19 @@ def test_the_record_lifts_the_section_from_the_measurement():
                                measurement=meas, generator={"offered_pps": SENT / 3, "sent": SENT, "elapsed_s": 3.0})
     assert rec["forwarding"]["received_packets"] == BACK and "forwarding" not in rec["result"]["details"]
     assert rec["provenance"]["measurement"]["at"] == "generator_rx"
+    # one offered rate per trial: the loss verdict's, with its basis; the section's count is what the port sent
+    assert rec["loss"]["offered_pps"] == pytest.approx(SENT / 3) and rec["loss"]["offered_basis"] == "run"
+    assert "offered_pps" not in rec["forwarding"] and rec["forwarding"]["sent_pps"] == pytest.approx(SENT / 3)
+    validator = jsonschema.Draft202012Validator(SCHEMA["properties"]["forwarding"])  # the section's part of the schema
+    assert list(validator.iter_errors(json.loads(json.dumps(rec["forwarding"])))) == []
+    # a record written before issue 29 (schema 1, its section's count named offered_pps) reads with sent_pps
+    older = copy.deepcopy(rec)
+    older["forwarding"]["offered_pps"] = older["forwarding"].pop("sent_pps")
+    assert list(validator.iter_errors(json.loads(json.dumps(older["forwarding"])))) == []
+    read = _record.normalize(older)
+    assert read["forwarding"]["sent_pps"] == pytest.approx(SENT / 3) and "offered_pps" not in read["forwarding"]
+    assert "sent_pps" not in older["forwarding"]  # normalize copies
+    assert _record.normalize(rec) == rec
 
 
 def test_devmap_entries_resolve_interfaces_of_this_host_only():

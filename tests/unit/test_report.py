@@ -246,3 +246,32 @@ def test_a_real_schema_1_record_is_valid_and_read():
     (row,) = report.aggregate(records)
     assert row["count_mode"] == "program" and row["limit"] == rec["loss"]["limit"] == "dut"
     assert row["mpps_mean"] == pytest.approx(rec["result"]["pps"] / 1e6, abs=0.001)
+
+
+def test_one_offered_rate_with_its_basis_in_csv_and_markdown():
+    """The offered column is each record's loss.offered_pps (the generator's count over the window, or its run), and
+    says which; a verdict without its own offered_pps takes the generator's over its run."""
+    window = copy.deepcopy(RECORDS[:2])
+    for rec in window:
+        rec["loss"].update(offered_pps=6.1e6, offered_basis="window")
+    mixed = [dict(copy.deepcopy(RECORDS[2]), trial_id="m"), RECORDS[4]]
+    mixed[0]["loss"].update(offered_pps=6.0e6, offered_basis="run")
+    legacy = copy.deepcopy(RECORDS[3])
+    legacy["loss"]["offered_pps"] = 7.02e6  # a legacy verdict with a rate and no basis
+    rows = report.aggregate([*window, *mixed, legacy])
+    assert [(r["touch"], r["cores"], r["offered_mpps"], r["offered_basis"]) for r in rows] == [
+        ("no_touch", 1, 6.067, "run,window"),
+        ("no_touch", 2, 7.02, "unknown"),
+        ("read", 1, 6.0, "run"),
+    ]
+    columns = report.csv_columns(rows)
+    assert columns[columns.index("offered_mpps") + 1] == "offered_basis"
+    parsed = list(csv.DictReader(io.StringIO(report.to_csv(rows))))
+    assert [p["offered_basis"] for p in parsed] == ["run,window", "unknown", "run"]
+    lines = report.to_markdown(rows, "T").splitlines()
+    header = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert header[header.index("offered Mpps") + 1] == "offered over"
+    row = [c.strip() for c in lines[4].strip("|").split("|")]
+    assert row[header.index("offered Mpps")] == "6.067" and row[header.index("offered over")] == "run,window"
+    assert len(lines[3].strip("|").split("|")) == len(header)
+    assert any(line.startswith("offered: the generator's own count of the frames it sent") for line in lines)

@@ -172,7 +172,7 @@ def test_the_forwarding_section_from_trex_and_the_dut(tmp_path, client_stats):
                                     gen_deltas=far["deltas"], window=m["window"], dut_window=m["window"],
                                     dut_seconds=SECONDS)
     assert section["received_pps"] == pytest.approx(back / SECONDS)
-    assert section["offered_pps"] == pytest.approx(sent / SECONDS)
+    assert section["sent_pps"] == pytest.approx(sent / SECONDS)
     assert section["receive_ports"] == [TREX_PORTS[RX]] and section["counter"] == "ipackets"
     # a T-Rex port has no counter of frames the DUT's ring refused: unknown (the DUT's NIC counters say it)
     assert section["lost"]["refused_at_dut_ring_pps"] is None
