@@ -189,7 +189,8 @@ class Run:
             if isinstance(rec, dict):
                 self.all_records.append(rec)
         self.derived = derive(self.all_records)
-        self.files = sorted(os.listdir(directory))
+        # what the run's page lists: every file of the run but the page itself (and a page being written)
+        self.files = sorted(f for f in os.listdir(directory) if f != "index.html" and not f.endswith(".tmp"))
         self.pngs = [f for f in self.files if f.endswith(".png")]
         self.tables = [(t, read_csv(os.path.join(directory, t))) for t in TABLES if t in self.files]
         self.title = self._title()
@@ -229,7 +230,8 @@ class Run:
 
 
 def compare(run_a, run_b, confidence=0.95):
-    """Per matrix point both runs measured: each metric's means and, with 2+ trials a side, _abstats' verdict."""
+    """Per matrix point both runs measured: each metric's means, their ratio and, with _abstats.MIN_SAMPLES trials a
+    side or more, _abstats' verdict (else why there is none)."""
     def by_point(run):
         out = {}
         for rec in run.records:
@@ -254,7 +256,7 @@ def compare(run_a, run_b, confidence=0.95):
                 "n_b": len(vb),
                 "mean_a": sum(va) / len(va) * scale,
                 "mean_b": sum(vb) / len(vb) * scale,
-                "relative": None,
+                "relative": (sum(vb) / len(vb)) / (sum(va) / len(va)) - 1.0 if sum(va) else None,
                 "verdict": None,
             }
             try:
@@ -316,9 +318,9 @@ not{% endif %}){% else %}not measured{% endif %}
 <tr><th>machine (DUT)</th><td>{{ machine(run.derived) }}</td></tr>
 <tr><th>foreign CPU load</th><td>{{ foreign(run.derived) }}</td></tr>
 <tr><th>generator</th><td>{{ run.derived.generators | join(', ') or '?' }}</td></tr>
-<tr><th>command</th><td><code>{{ run.command }}</code>{% if run.meta.command_note %}<br>{{ run.meta.command_note }}{%
+<tr><th>command</th><td><code>{{ run.command }}</code>{% if run.meta.get('command_note') %}<br>{{ run.meta.command_note }}{%
  endif %}</td></tr>
-{% if run.meta.source %}<tr><th>records from</th><td>{% for s in run.meta.source %}<code>{{ s }}</code><br>{% endfor
+{% if run.meta.get('source') %}<tr><th>records from</th><td>{% for s in run.meta.source %}<code>{{ s }}</code><br>{% endfor
  %}</td></tr>{% endif %}
 </table>
 {%- endmacro %}
@@ -391,7 +393,8 @@ RUN = """{% extends "base" %}{% import "macros" as m %}{% block body %}
 COMPARE = """{% extends "base" %}{% import "macros" as m %}{% block body %}
 <p>A = <a href="{{ a.name }}/index.html">{{ a.name }}</a>, B = <a href="{{ b.name }}/index.html">{{ b.name }}</a>.
 Two runs taken one after the other, not interleaved: whatever changed between them (the commit, the kernel, the
-machine's other load) is in the difference. A verdict needs two trials of a point on each side.</p>
+machine's other load) is in the difference. "B against A" is the ratio of the means; a verdict (Welch's t and the
+bootstrap on the logs, _abstats) needs {{ min_samples }} trials of a point on each side.</p>
 <table><tr><th></th><th>A: {{ a.name }}</th><th>B: {{ b.name }}</th></tr>
 <tr><th>commit</th><td>{{ a.derived.commits | join(', ') }}</td><td>{{ b.derived.commits | join(', ') }}</td></tr>
 <tr><th>machine (DUT)</th><td>{{ m.machine(a.derived) }}</td><td>{{ m.machine(b.derived) }}</td></tr>
@@ -419,13 +422,14 @@ def _env():
     if not HAS_JINJA2:
         raise ResultsTreeError("the HTML report needs jinja2 (it comes with ansible-core): %s" % JINJA2_IMPORT_ERROR)
     env = jinja2.Environment(
-        loader=jinja2.DictLoader({"base": BASE, "macros": MACROS, "index": INDEX, "experiment": EXPERIMENT,
-                                  "run": RUN, "compare": COMPARE}),  # fmt: skip
+        loader=jinja2.DictLoader(
+            {"base": BASE, "macros": MACROS, "index": INDEX, "experiment": EXPERIMENT, "run": RUN, "compare": COMPARE}
+        ),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
-    env.globals.update(style=STYLE, compare_name=compare_name)
+    env.globals.update(style=STYLE, compare_name=compare_name, min_samples=_abstats.MIN_SAMPLES)
     return env
 
 
@@ -447,10 +451,11 @@ def trend(runs):
     # the axes that vary name the row (cores 1, packet_len 64 everywhere say nothing)
     axes = sorted({a for p in points.values() for a in p})
     varying = [a for a in axes if len({json.dumps(p.get(a)) for p in points.values()}) > 1] or axes
-    return [
-        (point_label({a: v for a, v in points[k].items() if a in varying}), ["%.3f" % (sum(m[k]) / len(m[k]) * 1e-6) if k in m else "-" for m in means])
-        for k in order
-    ]
+    rows = []
+    for k in order:
+        cells = ["%.3f" % (sum(m[k]) / len(m[k]) * 1e-6) if k in m else "-" for m in means]
+        rows.append((point_label({a: v for a, v in points[k].items() if a in varying}), cells))
+    return rows
 
 
 def pages(root, references=None, reference_dir=None, title="Results"):
