@@ -25,7 +25,7 @@ help:
 	@echo "make site         build the testbed from bare machines (INVENTORY=inventories/lab)"
 	@echo "make test         lint + unit + integration + molecule"
 	@echo "make report       every table, figure and HTML page of docs/results from its records (REPORT_ROOT=results: yours)"
-	@echo "make bench        benchmarks (figures in docs/BENCHMARKS.md)"
+	@echo "make bench        every script in benchmarks/ (none of their results is committed as records yet: docs/BENCHMARKS.md)"
 	@echo "make testbed-down stop generators, detach programs, remove the virtual lab"
 
 # -- environment -----------------------------------------------------------------------------
