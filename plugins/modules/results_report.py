@@ -15,9 +15,9 @@ description:
     C(latency.csv)), and writes static HTML pages into the tree, C(ROOT/index.html) (the experiments and every run
     with its machine, commit, foreign CPU load and command), C(ROOT/<experiment>/index.html) (the runs, a trend
     table of the counted rate by run, the paper's numbers, each run's figures and tables),
-    C(ROOT/<experiment>/<run>/index.html) (one run: its tables, figures and every trial's record, one click away) and
+    C(ROOT/<experiment>/<run>/index.html) (one run, its tables, figures and every trial's record, one click away) and
     C(ROOT/<experiment>/compare-<A>-vs-<B>.html) for each run against the one before it (per matrix point both
-    measured, the means and, with two trials a side or more, the A/B statistics' verdict).
+    measured, the means, their ratio and, with three trials a side or more, the A/B statistics' verdict).
   - The pages need no server, no script and nothing from the internet; they open from C(file://).
   - With O(update_run_meta), rewrites each run's C(run.json) part C(derived) (the machine, commits, time window and
     foreign CPU load the records' provenance gives) and keeps the rest (the command, where the records came from);
