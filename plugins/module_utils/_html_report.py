@@ -140,7 +140,7 @@ def _field(rec, path):
 
 
 def point_key(point):
-    return json.dumps({k: v for k, v in (point or {}).items()}, sort_keys=True)
+    return json.dumps(dict(point or {}), sort_keys=True)
 
 
 def point_label(point):
@@ -502,4 +502,3 @@ def pages(root, references=None, reference_dir=None, title="Results"):
         title=title, crumbs=[], experiments=experiments, records="<experiment>/<run>/" + RECORDS
     )
     return out, by_exp
-

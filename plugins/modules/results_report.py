@@ -71,7 +71,7 @@ files:
   elements: str
   sample: [results/index.html, results/paper_drop/index.html, results/paper_drop/dut/index.html]
 changed_files:
-  description: The subset of O(files) whose text changed.
+  description: The subset of RV(files) whose text changed.
   returned: always
   type: list
   elements: str

@@ -93,5 +93,5 @@ def test_the_check_finds_a_number_without_its_run(tmp_path):
     assert MEASURED.findall("XDP forwards 0.889 Mpps and loses 49.65 %") == ["0.889", "49.65"]
     assert MEASURED.findall("issue 28, Debian 12, 64-byte frames, CPU 1") == []
     table = ["Some table:", "", "| a | b |", "|---|---|", "| x | 5 Mpps |"]
-    kinds = [(k, s) for k, s, _ in blocks(table)]
+    kinds = [(kind, start) for kind, start, _lines in blocks(table)]
     assert ("table", 2) in kinds and caption(table, 2) == "Some table:"
