@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
 export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
-.PHONY: test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
+.PHONY: report test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
 
 help:
 	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
@@ -24,6 +24,7 @@ help:
 	@echo "make xdp-pass-tcp what XDP_PASS costs TCP (seeds/002): iperf3 into the DUT, CPU per Gbit/s by program"
 	@echo "make site         build the testbed from bare machines (INVENTORY=inventories/lab)"
 	@echo "make test         lint + unit + integration + molecule"
+	@echo "make report       every table, figure and HTML page of docs/results from its records (REPORT_ROOT=results: yours)"
 	@echo "make bench        every script in benchmarks/ to the end, outputs and summary in results/bench/ (exit 1 only when one failed)"
 	@echo "make testbed-down stop generators, detach programs, remove the virtual lab"
 
@@ -77,6 +78,14 @@ afxdp: $(VENV)/.run-deps
 xdp-pass-tcp: $(VENV)/.run-deps
 	$(call experiment,xdp_pass_tcp,tcp_report.md,$(comma) figure tcp_cpu_per_gbit.png beside it)
 
+# every table, figure and HTML page of a results tree from its trial records (issue 29): docs/results by default,
+# REPORT_ROOT=results for your own; docs/results/index.html is the report, test_results_report.py checks it is current
+REPORT_ROOT ?= docs/results
+report: $(VENV)/.run-deps
+	@command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=900 gnuplot-nox >/dev/null
+	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/report.yml -e results_report_root=$(abspath $(REPORT_ROOT)) $(ARGS)
+	@echo "$(abspath $(REPORT_ROOT))/index.html"
+
 # build the testbed (kernel, T-Rex, tuning, bpf/, DPDK) and check it: INVENTORY=inventories/lab
 site: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/site.yml $(ARGS)
@@ -89,8 +98,9 @@ testbed-down: $(VENV)/.run-deps
 # role vlab's install phase, then bpf/ built in the tree.
 # Test-only Debian packages: python3-scapy (the T-Rex profiles build frames with it; T-Rex ships
 # its own), linux-source-6.1 + busybox-static + qemu-system-x86 + cpio (the kernel role's tests
-# build Debian's kernel source and boot it; molecule/kernel installs them too).
-TEST_PACKAGES := python3-scapy linux-source-6.1 busybox-static qemu-system-x86 cpio
+# build Debian's kernel source and boot it; molecule/kernel installs them too), gnuplot-nox + chromium (make report's
+# figures, and the HTML report opened in a headless browser: tests/integration/test_results_report.py).
+TEST_PACKAGES := python3-scapy linux-source-6.1 busybox-static qemu-system-x86 cpio gnuplot-nox chromium
 system-deps: $(VENV)/.test-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/vlab.yml --tags vlab_preflight,vlab_install
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=900 $(TEST_PACKAGES) >/dev/null
