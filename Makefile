@@ -108,7 +108,7 @@ system-deps: $(VENV)/.test-deps
 
 # lint: the syntax check of every playbook, one ansible-playbook per inventory (one start instead of one per
 # playbook; it stops at, and names, the first playbook that does not parse)
-SYNTAX_PLAYBOOKS := paper_drop paper_drop_cpu paper_forward paper_latency afxdp xdp_pass_tcp ab_compare ndr_pdr site drift_check testbed_up testbed_down
+SYNTAX_PLAYBOOKS := paper_drop paper_drop_cpu paper_forward paper_latency afxdp xdp_pass_tcp ab_compare ndr_pdr site drift_check testbed_up testbed_down vm_lab
 lint: $(VENV)/.test-deps
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ruff check .
