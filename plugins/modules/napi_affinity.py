@@ -14,7 +14,7 @@ author:
   - xdplab.testbed developers (!UNKNOWN)
 description:
   - Pins the kernel thread (C(napi/IF-NAPIID)) of each RX queue of O(interface) to one CPU, round-robin over
-    O(cpus): RX queue q runs on C(cpus[q % len(cpus)]), in the network namespace the module runs in.
+    O(cpus) (RX queue q runs on C(cpus[q % len(cpus)])), in the network namespace the module runs in.
   - "The virtual lab's NIC CPU (issue 28): on veth the DUT's NAPI thread does what a NIC's DMA does for the systems
     whose NAPI only feeds a socket (DPDK's net_af_xdp, AF_XDP). The experiment moves those threads onto the lab's
     NIC CPUs (C(xdplab_nic_cpus)) for such a trial and back onto the DUT's CPUs after it; XDP and the Linux stack keep
