@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
 export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
-.PHONY: test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
+.PHONY: vm-lab-up vm-lab-down test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
 
 help:
 	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
@@ -26,6 +26,7 @@ help:
 	@echo "make test         lint + unit + integration + molecule"
 	@echo "make bench        benchmarks (figures in docs/BENCHMARKS.md)"
 	@echo "make testbed-down stop generators, detach programs, remove the virtual lab"
+	@echo "make vm-lab-up    two qemu VMs (tg, dut) reached over SSH, inventories/vm (docs/VM_LAB.md); make vm-lab-down removes them"
 
 # -- environment -----------------------------------------------------------------------------
 $(VENV)/bin/activate:
@@ -83,6 +84,14 @@ site: $(VENV)/.run-deps
 
 testbed-down: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml
+
+# the lab of two qemu VMs (role vm_lab, inventories/vm; docs/VM_LAB.md): up builds or reuses the cached Debian image
+# and boots tg and dut (TCG unless -e vm_lab_accel=auto proves KVM), down leaves nothing but the image cache
+vm-lab-up: $(VENV)/.run-deps
+	$(ANSIBLE_PLAYBOOK) -i inventories/vm playbooks/vm_lab.yml $(ARGS)
+
+vm-lab-down: $(VENV)/.run-deps
+	$(ANSIBLE_PLAYBOOK) -i inventories/vm playbooks/vm_lab.yml -e vm_lab_state=absent $(ARGS)
 
 # -- tests ---------------------------------------------------------------------------------------
 # System packages the tests need (clang, bpftool, libbpf, ethtool, ...), installed by the

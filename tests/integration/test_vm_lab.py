@@ -33,8 +33,8 @@ QEMU = "/usr/bin/qemu-system-x86_64"
 
 # what inventories/vm/host_vars names: per VM, interface -> (PCI address, MAC)
 EXPECTED = {
-    "tg": {"enp0s4": ("0000:00:04.0", "02:58:44:56:00:01"), "enp0s5": ("0000:00:05.0", "02:58:44:56:00:03")},
-    "dut": {"enp0s4": ("0000:00:04.0", "02:58:44:56:00:02"), "enp0s5": ("0000:00:05.0", "02:58:44:56:00:04")},
+    "tg": {"ens4": ("0000:00:04.0", "02:58:44:56:00:01"), "ens5": ("0000:00:05.0", "02:58:44:56:00:03")},
+    "dut": {"ens4": ("0000:00:04.0", "02:58:44:56:00:02"), "ens5": ("0000:00:05.0", "02:58:44:56:00:04")},
 }
 QUEUES = 2
 
@@ -118,7 +118,7 @@ def test_vm_lab_up_reach_down(capsys):
                                      for i in EXPECTED[h]} for h in EXPECTED})
 
         # the queues the NICs were given (ethtool's pre-set maximum of combined channels)
-        chans = adhoc(extra, "ansible.builtin.command", "ethtool -l enp0s4")
+        chans = adhoc(extra, "ansible.builtin.command", "ethtool -l ens4")
         for host, r in chans.items():
             pre = r["stdout"].split("Current hardware settings")[0]
             combined = [line.split()[-1] for line in pre.splitlines() if line.startswith("Combined")]
@@ -127,7 +127,7 @@ def test_vm_lab_up_reach_down(capsys):
         # the cable: the generator reaches the DUT's ingress and egress addresses through the host bridges
         pings = adhoc(extra, "ansible.builtin.command", "ping -c 3 -W 5 198.18.0.2", hosts="tg")
         assert " 0% packet loss" in pings["tg"]["stdout"], pings["tg"]["stdout"]
-        pings = adhoc(extra, "ansible.builtin.command", "ping -c 3 -W 5 -I enp0s5 198.18.0.6", hosts="tg")
+        pings = adhoc(extra, "ansible.builtin.command", "ping -c 3 -W 5 -I ens5 198.18.0.6", hosts="tg")
         assert " 0% packet loss" in pings["tg"]["stdout"], pings["tg"]["stdout"]
 
         # a second run is a no-op: the VMs run, nothing is rebuilt or restarted
