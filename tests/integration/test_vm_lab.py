@@ -27,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.dirname(sys.executable)
 INVENTORY = os.path.join(ROOT, "inventories", "vm")
 PLAYBOOK = os.path.join(ROOT, "playbooks", "vm_lab.yml")
+FACTS_PLAYBOOK = os.path.join(ROOT, "tests", "integration", "files", "vm_lab_facts.yml")
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
 VM_ROOT = "/var/lib/xdplab/vm_lab"
 QEMU = "/usr/bin/qemu-system-x86_64"
@@ -47,16 +48,25 @@ def playbook(extra, timeout=3600):
     return run([os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, PLAYBOOK, "-e", json.dumps(extra)], timeout)
 
 
-def adhoc(extra, module, args=None, hosts="vm_lab", timeout=300):
-    """An ad-hoc ansible run over SSH with become; {host: result} from the json callback."""
-    argv = [os.path.join(BIN, "ansible"), "-i", INVENTORY, hosts, "-b", "-m", module, "-e", json.dumps(extra)]
-    if args:
-        argv += ["-a", args]
-    env = dict(ENV, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
-    p = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
-    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
-    out = json.loads(p.stdout)
-    return {h: r for h, r in out["plays"][0]["tasks"][0]["hosts"].items()}
+def lab_facts(extra, facts_dir):
+    """What each VM answers over SSH with become (tests/integration/files/vm_lab_facts.yml): {host: answer}."""
+    p = run(
+        [
+            os.path.join(BIN, "ansible-playbook"),
+            "-i",
+            INVENTORY,
+            FACTS_PLAYBOOK,
+            "-e",
+            json.dumps(dict(extra, facts_dir=str(facts_dir))),
+        ],
+        1200,
+    )
+    assert p.returncode == 0, p.stdout[-6000:] + p.stderr[-2000:]
+    answers = {}
+    for host in ("tg", "dut"):
+        with open(os.path.join(facts_dir, host + ".json")) as f:
+            answers[host] = json.load(f)
+    return answers
 
 
 def say(capsys, text):
@@ -81,7 +91,7 @@ def lab_leftovers(lab_dir, prefix):
 
 @pytest.mark.root
 @pytest.mark.vm_lab
-def test_vm_lab_up_reach_down(capsys):
+def test_vm_lab_up_reach_down(capsys, tmp_path):
     if os.geteuid() != 0:
         pytest.fail("needs root: the role makes host taps and bridges and writes %s" % VM_ROOT)
     name = "pytest%s" % secrets.token_hex(2)
@@ -93,48 +103,55 @@ def test_vm_lab_up_reach_down(capsys):
         up = playbook(extra)
         t_up = time.monotonic() - t0
         assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-2000:]
-        lab = json.load(open(os.path.join(lab_dir, "lab.json")))
-        accel = open(os.path.join(lab_dir, "accelerator")).read().strip()
+        with open(os.path.join(lab_dir, "lab.json")) as f:
+            lab = json.load(f)
+        with open(os.path.join(lab_dir, "accelerator")) as f:
+            accel = f.read().strip()
         assert accel == lab["accelerator"] and accel in ("tcg", "kvm")
         boots = [line.strip() for line in up.stdout.splitlines() if "boot to SSH" in line]
-        say(capsys, "up in %.0f s (image %s, kernel %s, built now: %s); accelerator %s%s; %s" % (
-            t_up, lab["image"]["key"], lab["image"]["kernel_release"], lab["image"]["built"], accel,
-            " (functional checks, not performance)" if accel == "tcg" else "", boots))
+        say(
+            capsys,
+            "up in %.0f s (image %s, kernel %s, built now: %s); accelerator %s%s; %s"
+            % (
+                t_up,
+                lab["image"]["key"],
+                lab["image"]["kernel_release"],
+                lab["image"]["built"],
+                accel,
+                " (functional checks, not performance)" if accel == "tcg" else "",
+                boots,
+            ),
+        )
         assert os.path.exists(os.path.join(lab_dir, "id_ed25519"))
 
-        # facts over SSH with become: the data NICs at the inventory's PCI addresses and MACs, driver virtio_net
-        facts = adhoc(extra, "ansible.builtin.setup")
-        assert sorted(facts) == ["dut", "tg"]
+        # facts over SSH with become: the data NICs at the inventory's PCI addresses and MACs, driver virtio_net,
+        # with the inventory's queues (ethtool's pre-set maximum of combined channels); the cables carry frames
+        t2 = time.monotonic()
+        answers = lab_facts(extra, tmp_path)
+        seen = {}
         for host, ports in EXPECTED.items():
-            f = facts[host]["ansible_facts"]
-            assert f["ansible_user_id"] == "root", "become did not give root on %s" % host
-            assert f["ansible_hostname"] == host
-            assert f["ansible_virtualization_type"] == "kvm" or f["ansible_system_vendor"] == "QEMU"
+            f = answers[host]["facts"]
+            assert f["user_id"] == "root", "become did not give root on %s" % host
+            assert f["hostname"] == host
+            assert f["system_vendor"] == "QEMU", f["system_vendor"]
             for ifname, (pci, mac) in ports.items():
-                nic = f["ansible_%s" % ifname]
-                assert (nic["pciid"], nic["macaddress"], nic["module"]) == (pci, mac, "virtio_net"), (host, nic)
-        say(capsys, "facts: %s" % {h: {i: (facts[h]["ansible_facts"]["ansible_%s" % i]["pciid"],
-                                         facts[h]["ansible_facts"]["ansible_%s" % i]["macaddress"])
-                                     for i in EXPECTED[h]} for h in EXPECTED})
-
-        # the queues the NICs were given (ethtool's pre-set maximum of combined channels)
-        chans = adhoc(extra, "ansible.builtin.command", "ethtool -l ens4")
-        for host, r in chans.items():
-            pre = r["stdout"].split("Current hardware settings")[0]
+                info = dict(line.split(": ", 1) for line in answers[host]["drvinfo"][ifname].splitlines() if ": " in line)
+                seen[(host, ifname)] = (info.get("bus-info"), f[ifname]["macaddress"], info.get("driver"), f[ifname]["module"])
+                assert seen[(host, ifname)] == (pci, mac, "virtio_net", "virtio_net"), (host, ifname, seen[(host, ifname)])
+            pre = answers[host]["channels"].split("Current hardware settings")[0]
             combined = [line.split()[-1] for line in pre.splitlines() if line.startswith("Combined")]
-            assert combined == [str(QUEUES)], (host, r["stdout"])
-
-        # the cable: the generator reaches the DUT's ingress and egress addresses through the host bridges
-        pings = adhoc(extra, "ansible.builtin.command", "ping -c 3 -W 5 198.18.0.2", hosts="tg")
-        assert " 0% packet loss" in pings["tg"]["stdout"], pings["tg"]["stdout"]
-        pings = adhoc(extra, "ansible.builtin.command", "ping -c 3 -W 5 -I ens5 198.18.0.6", hosts="tg")
-        assert " 0% packet loss" in pings["tg"]["stdout"], pings["tg"]["stdout"]
+            assert combined == [str(QUEUES)], (host, answers[host]["channels"])
+        assert len(answers["tg"]["pings"]) == 2
+        for out in answers["tg"]["pings"]:
+            assert " 0% packet loss" in out, out
+        say(capsys, "over SSH with become in %.0f s: %s" % (time.monotonic() - t2, seen))
 
         # a second run is a no-op: the VMs run, nothing is rebuilt or restarted
         again = playbook(extra)
         assert again.returncode == 0, again.stdout[-4000:]
         recap = [line for line in again.stdout.splitlines() if line.startswith("localhost")]
         assert recap and "changed=0" in recap[0], recap
+        say(capsys, "second run (converged): %s" % recap[0].split(":", 1)[1].split())
     finally:
         t1 = time.monotonic()
         down = playbook(dict(extra, vm_lab_state="absent"))
@@ -144,8 +161,10 @@ def test_vm_lab_up_reach_down(capsys):
     assert down.returncode == 0, down.stdout[-4000:] + down.stderr[-2000:]
     assert left == []
     # the cache stays for the next lab
-    assert any(d.endswith("base.qcow2") or os.path.exists(os.path.join(VM_ROOT, "cache", d, "base.qcow2"))
-               for d in os.listdir(os.path.join(VM_ROOT, "cache")))
+    assert any(
+        d.endswith("base.qcow2") or os.path.exists(os.path.join(VM_ROOT, "cache", d, "base.qcow2"))
+        for d in os.listdir(os.path.join(VM_ROOT, "cache"))
+    )
 
 
 BAD = [
