@@ -41,7 +41,7 @@ QUEUES = 2
 
 
 def run(argv, timeout):
-    return subprocess.run(argv, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=timeout)
+    return subprocess.run(argv, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=timeout, check=False)
 
 
 def playbook(extra, timeout=3600):
@@ -77,10 +77,10 @@ def say(capsys, text):
 def lab_leftovers(lab_dir, prefix):
     """What of a lab exists: its qemu processes, interfaces and directory."""
     left = []
-    p = subprocess.run(["pgrep", "-f", "^%s .*%s/" % (QEMU, lab_dir)], capture_output=True, text=True)
+    p = subprocess.run(["pgrep", "-f", "^%s .*%s/" % (QEMU, lab_dir)], capture_output=True, text=True, check=False)
     if p.stdout.strip():
         left.append("qemu pids %s" % p.stdout.split())
-    links = json.loads(subprocess.run(["ip", "-json", "link", "show"], capture_output=True, text=True).stdout)
+    links = json.loads(subprocess.run(["ip", "-json", "link", "show"], capture_output=True, text=True, check=True).stdout)
     names = [link["ifname"] for link in links if link["ifname"].startswith(prefix + "-")]
     if names:
         left.append("interfaces %s" % names)
