@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
 export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
-.PHONY: report test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
+.PHONY: report vm-lab-up vm-lab-down test-vm-lab test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
 
 help:
 	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
@@ -27,6 +27,7 @@ help:
 	@echo "make report       every table, figure and HTML page of docs/results from its records (REPORT_ROOT=results: yours)"
 	@echo "make bench        every script in benchmarks/ to the end, outputs and summary in results/bench/ (exit 1 only when one failed)"
 	@echo "make testbed-down stop generators, detach programs, remove the virtual lab"
+	@echo "make vm-lab-up    two qemu VMs (tg, dut) reached over SSH, inventories/vm (docs/VM_LAB.md); make vm-lab-down removes them"
 
 # -- environment -----------------------------------------------------------------------------
 $(VENV)/bin/activate:
@@ -92,6 +93,19 @@ site: $(VENV)/.run-deps
 
 testbed-down: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i $(INVENTORY) playbooks/testbed_down.yml
+
+# the lab of two qemu VMs (role vm_lab, inventories/vm; docs/VM_LAB.md): up builds or reuses the cached Debian image
+# and boots tg and dut (TCG unless -e vm_lab_accel=auto proves KVM), down leaves nothing but the image cache
+vm-lab-up: $(VENV)/.run-deps
+	$(ANSIBLE_PLAYBOOK) -i inventories/vm playbooks/vm_lab.yml $(ARGS)
+
+vm-lab-down: $(VENV)/.run-deps
+	$(ANSIBLE_PLAYBOOK) -i inventories/vm playbooks/vm_lab.yml -e vm_lab_state=absent $(ARGS)
+
+# the VM lab's bring-up test (7-11 min under TCG): make test lists it as skipped with this reason until it has run on a
+# fresh CI machine
+test-vm-lab: $(VENV)/.test-deps
+	XDPLAB_VM_LAB=1 $(VENV)/bin/pytest -q -s tests/integration/test_vm_lab.py
 
 # -- tests ---------------------------------------------------------------------------------------
 # System packages the tests need (clang, bpftool, libbpf, ethtool, ...), installed by the
