@@ -238,7 +238,10 @@ def to_markdown(rows, title, provenance_lines=(), figures_markdown=""):
     flagged, line_rate = False, False
     for r in rows:
         limit = r["limit"]
-        if limit == GENERATOR_LIMITED:
+        if limit == GENERATOR_LIMITED and _record.LOST_AT_FAR_SIDE in (r.get("lost_at") or "").split(","):
+            # issue 28: the generator lost what came back (far side), it did not keep the DUT busy
+            limit = "%s (lost at: %s)" % (limit, r["lost_at"])
+        elif limit == GENERATOR_LIMITED:
             limit = "offered load *"
             flagged = True
         elif limit == LINE_RATE_LIMITED:

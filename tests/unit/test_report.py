@@ -275,3 +275,17 @@ def test_one_offered_rate_with_its_basis_in_csv_and_markdown():
     assert row[header.index("offered Mpps")] == "6.067" and row[header.index("offered over")] == "run,window"
     assert len(lines[3].strip("|").split("|")) == len(header)
     assert any(line.startswith("offered: the generator's own count of the frames it sent") for line in lines)
+
+
+def test_a_forwarding_point_lost_at_the_far_side_is_not_offered_load():
+    """Issue 28: a trial the generator limited by losing what came back is not 'offered load *' (the DUT kept up)."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "report", "forward_vlab_2cpu.jsonl")
+    with open(here) as f:
+        rec = next(r for r in map(json.loads, f) if r["point"]["system"] == "xdp_tx")
+    rec = copy.deepcopy(rec)
+    rec["loss"] = _record.forwarding_verdict(rec["loss"], rec["forwarding"])
+    (row,) = report.aggregate([rec])
+    assert (row["limit"], row["lost_at"]) == ("generator", "far_side")
+    md = report.to_markdown([row], "x")
+    assert "| generator (lost at: far_side) |" in md and "offered load *" not in md
+    assert "far_side = sent by the DUT and refused or lost at the generator's receive ports" in md
