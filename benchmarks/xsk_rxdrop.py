@@ -39,6 +39,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
+from ansible_collections.xdplab.testbed.plugins.module_utils import _process
 from ansible_collections.xdplab.testbed.plugins.module_utils import _xsk as xsk
 
 TG_MAC, DUT_MAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
@@ -97,7 +98,7 @@ class Bench:
         out, err = proc.communicate(timeout=120)
         if proc.returncode != 0:
             raise RuntimeError("xdplab-trafficgen failed: %s" % err.strip())
-        inside = [r for r in xsk.parse_lines(out)
+        inside = [r for r in _process.json_records(out)
                   if r["type"] == "interval" and start <= r["mono"] - r["interval_s"] / 2 <= end]  # fmt: skip
         return sum(r["sent"] for r in inside) / sum(r["interval_s"] for r in inside) if inside else float("nan")
 
@@ -114,7 +115,7 @@ class Bench:
         if proc.returncode != 0:
             gen.kill()
             raise RuntimeError("xdplab-xsk-bench failed: %s" % proc.stderr.strip())
-        res = xsk.summarize(xsk.parse_lines(proc.stdout), "rxdrop", self.warmup, self.samples)
+        res = xsk.summarize(_process.json_records(proc.stdout), "rxdrop", self.warmup, self.samples)
         offered = self.offered(gen, res["window"]["start"], res["window"]["end"])
         ring_full = sum(e["rx_ring_full"] for e in res["xdp_stats"]) / res["seconds"]
         return {
