@@ -102,18 +102,14 @@ def _check_given(given, online):
                 f"xdplab_cpu_layout: {a} and {b} overlap on CPU {format_cpu_list(both)}; the DUT, the generator's "
                 f"senders and housekeeping need CPUs of their own (they may share only on a 2-CPU host)"
             )
-    for role in ("generator_rx", "nic"):
+    never_on_dut = {
+        "generator_rx": "the generator's receive work must not run on the DUT's CPUs",
+        "nic": "leave nic out to keep the NIC's work on the DUT's CPUs, or give it CPUs the DUT does not count",
+    }
+    for role, what_to_do in never_on_dut.items():
         both = sorted(set(given.get(role, ())) & set(given.get("dut", ())))
-        if role == "generator_rx" and both:
-            raise LayoutError(
-                f"xdplab_cpu_layout: generator_rx and dut overlap on CPU {format_cpu_list(both)}; the generator's "
-                "receive work must not run on the DUT's CPUs"
-            )
-        if role == "nic" and both:
-            raise LayoutError(
-                f"xdplab_cpu_layout: nic and dut overlap on CPU {format_cpu_list(both)}; leave nic out to keep the "
-                "NIC's work on the DUT's CPUs, or give it CPUs the DUT does not count"
-            )
+        if both:
+            raise LayoutError(f"xdplab_cpu_layout: {role} and dut overlap on CPU {format_cpu_list(both)}; {what_to_do}")
 
 
 def plan(online, request="auto"):
@@ -122,7 +118,7 @@ def plan(online, request="auto"):
     ``online``: the host's online CPUs (a list, or the kernel's text "0-15"). ``generator_rx`` or ``nic`` may be
     empty: the generator's receive NAPI then runs on its sender CPUs, the NIC's work on the DUT's CPUs.
     """
-    online = sorted(_cpus("online", online)) if not isinstance(online, list) else sorted(int(c) for c in online)
+    online = sorted(_cpus("online", online))
     given = _request(request)
     if not given and len(online) < 2:
         raise LayoutError(

@@ -95,9 +95,10 @@ def delta(before, after, cpus=None):
     ``cpus``: keep only these CPUs' softnet lines (the DUT's). ``drops`` repeats the FORWARDING_DROPS that moved.
     Keys of softnet are strings (JSON)."""
     snmp = _moved(before.get("snmp") or {}, after.get("snmp") or {})
+    keep = None if cpus is None else {int(c) for c in cpus}
     softnet = {}
     for cpu, now in (after.get("softnet") or {}).items():
-        if cpus is not None and int(cpu) not in {int(c) for c in cpus}:
+        if keep is not None and int(cpu) not in keep:
             continue
         moved = _moved((before.get("softnet") or {}).get(cpu) or {}, now)
         if moved:

@@ -74,6 +74,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import format_cpu_list, online_cpus
 from ansible_collections.xdplab.testbed.plugins.module_utils._vlab_netlink import napi_threads
+from ansible_collections.xdplab.testbed.plugins.module_utils._vlab_spec import napi_cpu_for_queue
 
 
 class NapiAffinityError(Exception):
@@ -123,7 +124,7 @@ class NapiAffinity:
                     f"{self.interface}: RX queue {q} has no NAPI kernel thread; turn threaded NAPI on "
                     f"(echo 1 > /sys/class/net/{self.interface}/threaded, as the role vlab does with threaded_napi)"
                 )
-            cpu = self.cpus[q % len(self.cpus)]
+            cpu = napi_cpu_for_queue(q, self.cpus)
             before = sorted(get(pid))
             if before != [cpu]:
                 changed = True
