@@ -1,0 +1,346 @@
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The registry of system kinds: what the trial runner needs to know about each, in one place (issue 26).
+
+A *system* is one entry of ``experiment_systems`` (``xdp``, ``dpdk_vector``, ``linux_raw``, ...) or of the
+inventory's ``xdplab_custom_systems`` (a user's own XDP program). Its *kind* names the directory of the role's
+task files that set it up, measure it and tear it down (roles/experiment/tasks/systems/<kind>/); everything else
+that depends on the kind is here, so that no task file and no Jinja expression names a system:
+
+- which DUT CPUs a trial of it uses (DPDK keeps its main lcore out);
+- whether its measure task brackets its own CPU window (``cpu_windowed``) and whether a paced trial reads the XDP
+  program's BPF run time;
+- how much longer its generator runs (a forwarding system's window lead);
+- what its measure task returns about the program that ran, for the record's provenance;
+- which matrix axes it varies (only ``xdp``'s benchmark program has a touch mode);
+- what the read-only preflight must check for it (the XDP mode of the DUT port, DPDK's port);
+- which of its entries may come from the inventory (``xdplab_custom_systems``) and with which keys.
+
+Pure Python (no Ansible import): the filters in plugins/filter/systems.py expose it; tests/unit/test_systems.py
+tests it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of system under test (a directory tasks/systems/<name>/ of the role experiment)."""
+
+    name: str
+    # one sentence for errors and docs
+    summary: str
+    # the measure task brackets its own CPU window (its module's cpu_window_cpus): True, False or 'unpaced_or_no_bpf'
+    # (XDP: at a paced load with experiment_cpu_bpf_stats the window is read around the BPF run time instead)
+    cpu_windowed: object = False
+    # a paced trial reads the XDP program's BPF run time (kernel.bpf_stats_enabled) beside the CPU time
+    bpf_stats_when_paced: bool = False
+    # DPDK: its main lcore is not one of the trial's forwarding CPUs
+    excludes_main_lcore: bool = False
+    # {record key: key of the measure task's result} kept in the record's provenance.program
+    measure_provenance: dict = field(default_factory=dict)
+    # matrix axes with a meaning for this kind beyond the common ones (system, cores, packet_len, action,
+    # offered_mpps): the others are pinned to their default by system_matrix
+    axes: tuple = ()
+    # what the read-only preflight checks for this kind: 'xdp_mode' (the DUT port's XDP mode), 'dpdk_port'
+    preflight: tuple = ()
+    # forwarding (tasks/systems/forward): the DUT's port counters bracket the trial's CPU window (the XDP and Linux
+    # forwarders; a forwarding process brackets its own)
+    forward_dut_cpu_window: bool = False
+    # a forwarding process that ends its own window once the far side's is known (testpmd's window_end_file)
+    process_window_end: bool = False
+    # the latency experiment's sink is on the DUT's ingress port (no DUT program in between)
+    sink_at_dut: bool = False
+    # keys a custom system (xdplab_custom_systems) of this kind may have, with one sentence each; () = no custom
+    # systems of this kind
+    custom_keys: dict = field(default_factory=dict)
+
+
+KINDS = {
+    kind.name: kind
+    for kind in (
+        Kind(
+            "xdp",
+            "an XDP program attached to the DUT port, counted by its map or by the driver",
+            cpu_windowed="unpaced_or_no_bpf",
+            bpf_stats_when_paced=True,
+            axes=("touch",),
+            preflight=("xdp_mode",),
+            custom_keys={
+                "kind": "xdp",
+                "source": "the program's C source on the controller, built on the target with the project's flags",
+                "object": "a prebuilt BPF object on the controller (instead of source)",
+                "program": "the XDP program's name in the object (required)",
+                "variables": "its .rodata variables to set, {name: value}",
+                "label": "its name in tables and figures (default: the system's name)",
+            },
+        ),
+        Kind(
+            "dpdk",
+            "DPDK's testpmd on the DUT port (rxonly, or forwarding with `forward`)",
+            cpu_windowed=True,
+            excludes_main_lcore=True,
+            process_window_end=True,
+            measure_provenance={"dpdk_version": "version", "command": "command"},
+            preflight=("dpdk_port",),
+        ),
+        Kind(
+            "af_xdp",
+            "the AF_XDP benchmark xdplab-xsk-bench on the DUT port's queues",
+            measure_provenance={"bind_mode": "bind_mode", "version": "version", "command": "command"},
+            axes=("mode", "bind"),
+        ),
+        Kind("linux", "the Linux stack dropping in netfilter (raw table, or after conntrack)", cpu_windowed=True),
+        Kind(
+            "forward",
+            "forwarding back to the generator (XDP_TX, XDP_REDIRECT, cpumap, Linux ip_forward)",
+            cpu_windowed=True,
+            forward_dut_cpu_window=True,
+        ),
+        Kind("tcp", "TCP streams (iperf3) into a server on the DUT", axes=("program", "streams", "window")),
+        Kind(
+            "latency_floor",
+            "the generator straight to its own sink, no DUT (the latency experiment's floor)",
+            sink_at_dut=True,
+        ),
+    )
+}
+
+# the matrix axes every kind has; the others are the kinds' own (Kind.axes) and their defaults
+COMMON_AXES = ("system", "cores", "packet_len", "action", "offered_mpps")
+AXIS_DEFAULTS = {"touch": "no_touch", "mode": "rxdrop", "bind": "drv_copy", "program": "none", "streams": 1, "window": "default"}
+
+
+class SystemsError(ValueError):
+    """A system entry that cannot run; the message names the field and the value."""
+
+
+def kind_of(system, name="?"):
+    """The Kind of an ``experiment_systems`` entry (its ``impl``) or raise naming the system."""
+    impl = (system or {}).get("impl")
+    if impl not in KINDS:
+        raise SystemsError(f"experiment_systems: {name}: impl {impl!r} has no trial implementation (kinds: {', '.join(KINDS)})")
+    return KINDS[impl]
+
+
+def _int_list(values):
+    return [int(v) for v in (values or [])]
+
+
+def trial_values(planned, systems, settings):
+    """The one trial object of a planned trial (filter ``experiment_trials``'s item): everything the trial's tasks
+    read, decided once. ``settings`` holds the inventory's and the role's values it depends on:
+    dut_cpus, dpdk_main_lcore, dut_interface, warmup, interval, samples, generator_slack, window_lead,
+    cpu_bpf_stats, now (UTC text)."""
+    point = planned["point"]
+    name = point["system"]
+    if name not in systems:
+        raise SystemsError(f"system: {name!r} is not one of experiment_systems ({', '.join(sorted(systems))})")
+    system = dict(systems[name], name=name)
+    kind = kind_of(system, name)
+    cores = int(point.get("cores", 1))
+    dut_cpus = _int_list(settings.get("dut_cpus"))
+    main_lcore = int(settings.get("dpdk_main_lcore", 0) or 0)
+    dpdk_cpus = [c for c in dut_cpus if c != main_lcore]
+    rate = round(float(point.get("offered_mpps", 0) or 0) * 1_000_000)
+    bpf_stats = bool(settings.get("cpu_bpf_stats", True))
+    warmup = float(settings.get("warmup", 2))
+    interval = float(settings.get("interval", 1))
+    samples = int(settings.get("samples", 5))
+    seconds = warmup + interval * samples + float(settings.get("generator_slack", 10))
+    if "forward" in system:
+        # a forwarding system's far side and DUT count over one window that opens this long after its start
+        seconds += float(settings.get("window_lead", 10))
+    # XDP: at a paced load with bpf_stats the window is read around the BPF run time instead (trial.yml's cpu.yml)
+    paced_bpf = kind.cpu_windowed == "unpaced_or_no_bpf"
+    windowed = (rate == 0 or not bpf_stats) if paced_bpf else bool(kind.cpu_windowed)
+    return {
+        "record": planned,
+        "id": planned["trial_id"],
+        "label": f"{planned['index']}/{planned['total']}",
+        "point": point,
+        "repetition": planned["repetition"],
+        "name": name,
+        "system": system,
+        "kind": kind.name,
+        # cores = flows = RX queues = DUT CPUs used: the first `cores` of the DUT's CPUs (DPDK: of those other
+        # than its main lcore)
+        "cores": cores,
+        "cpus": (dpdk_cpus if kind.excludes_main_lcore else dut_cpus)[:cores],
+        "dpdk_cpus": dpdk_cpus,
+        # offered load in frames/s (axis offered_mpps; 0: as fast as the generator can)
+        "rate_pps": rate,
+        "packet_len": int(point.get("packet_len", 64)),
+        "action": point.get("action", "drop"),
+        "touch": point.get("touch", "no_touch"),
+        "seconds": math.ceil(seconds),
+        "started_at": settings.get("now"),
+        # at a paced load, the XDP program's BPF run time too (bpf_stats costs ~20 ns per packet: not at full rate)
+        "cpu_bpf_interfaces": ([settings.get("dut_interface")] if kind.bpf_stats_when_paced and rate > 0 and bpf_stats else []),
+        "cpu_windowed": windowed,
+        # what the measure task says about the program that ran ({record key: result key})
+        "from_measure": dict(kind.measure_provenance),
+        "custom": bool(system.get("custom")),
+        "process_window_end": kind.process_window_end,
+        "forward_dut_cpu_window": kind.forward_dut_cpu_window,
+    }
+
+
+def kind_info(system, name="?"):
+    """The registry's entry for a system's kind as a mapping (the filter kind_of)."""
+    kind = kind_of(system, name)
+    return {
+        "name": kind.name,
+        "summary": kind.summary,
+        "excludes_main_lcore": kind.excludes_main_lcore,
+        "axes": list(kind.axes),
+        "preflight": list(kind.preflight),
+        "forward_dut_cpu_window": kind.forward_dut_cpu_window,
+        "process_window_end": kind.process_window_end,
+        "sink_at_dut": kind.sink_at_dut,
+        "custom_keys": sorted(kind.custom_keys),
+    }
+
+
+def measured_provenance(trial, measured):
+    """The record's provenance.program additions from the measure task's result (Kind.measure_provenance)."""
+    return {key: measured[src] for key, src in trial.get("from_measure", {}).items() if src in (measured or {})}
+
+
+def kinds_in(matrix_systems, systems):
+    """The kinds of the systems a matrix names (unknown names left out: validation reports them)."""
+    out = []
+    for name in matrix_systems or []:
+        impl = (systems.get(name) or {}).get("impl")
+        if impl in KINDS and impl not in out:
+            out.append(impl)
+    return out
+
+
+def needs(matrix_systems, systems, check):
+    """Whether any system of the matrix needs preflight check ``check`` ('xdp_mode', 'dpdk_port')."""
+    return any(check in KINDS[k].preflight for k in kinds_in(matrix_systems, systems))
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 16), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def custom_errors(custom, builtin):
+    """Every problem of ``xdplab_custom_systems`` (a mapping of name: entry), each naming the field and value.
+
+    ``builtin`` may already hold them (an entry with ``custom``: systems merged once before, as ab_compare passes
+    its systems to the role): that is not shadowing."""
+    if custom in (None, "", {}):
+        return []
+    if not isinstance(custom, dict):
+        return [f"xdplab_custom_systems: must map a system name to its entry, got {custom!r}"]
+    errors = []
+    for name, entry in custom.items():
+        where = f"xdplab_custom_systems: {name}"
+        if name in builtin and not (builtin[name] or {}).get("custom"):
+            errors.append(
+                f"{where}: the name shadows the built-in system {name!r} "
+                f"({builtin[name].get('label', builtin[name].get('impl'))}); give your system another name"
+            )
+            continue
+        if not isinstance(entry, dict):
+            errors.append(f"{where}: must be a mapping like {{kind: xdp, source: PATH, program: NAME}}, got {entry!r}")
+            continue
+        kind = entry.get("kind")
+        takes = {k: v for k, v in KINDS.items() if v.custom_keys}
+        if kind not in takes:
+            errors.append(f"{where}: kind: {kind!r} is not a kind a custom system can have (kinds: {', '.join(takes)})")
+            continue
+        allowed = KINDS[kind].custom_keys
+        unknown = sorted(set(entry) - set(allowed))
+        if unknown:
+            errors.append(f"{where}: unknown key(s) {', '.join(unknown)} (a {kind} system takes: {', '.join(allowed)})")
+        has_source, has_object = bool(entry.get("source")), bool(entry.get("object"))
+        if has_source == has_object:
+            errors.append(
+                f"{where}: give exactly one of source (a C file, built on the target) or object (a prebuilt "
+                f".bpf.o); got {'both' if has_source else 'neither'}"
+            )
+        for key in ("source", "object"):
+            path = entry.get(key)
+            if path and not os.path.isfile(str(path)):
+                errors.append(f"{where}: {key}: {path} is not a file on the controller")
+        if not entry.get("program"):
+            errors.append(f"{where}: program: missing; name the XDP program in the object (its function name)")
+        if entry.get("variables") is not None and not isinstance(entry.get("variables"), dict):
+            errors.append(f"{where}: variables: must be a mapping {{name: value}}, got {entry.get('variables')!r}")
+    return errors
+
+
+def custom_object_path(prefix, name):
+    """Where the role bpf_programs installs a custom system's object on the target."""
+    return f"{prefix}/lib/bpf/custom/{name}.bpf.o"
+
+
+def with_custom(builtin, custom, prefix):
+    """experiment_systems with the inventory's custom systems added (as entries of their kind).
+
+    A custom XDP system is counted by the driver's counters (the program needs no map); its entry carries the
+    installed object on the target, the program, its variables and, for the record's provenance, the user's path
+    and its sha256. Raises SystemsError listing every problem (custom_errors)."""
+    errors = custom_errors(custom, builtin)
+    if errors:
+        raise SystemsError("; ".join(errors))
+    merged = dict(builtin)
+    for name, entry in (custom or {}).items():
+        given = entry.get("source") or entry.get("object")
+        merged[name] = {
+            "impl": entry["kind"],
+            "custom": True,
+            "count": "driver",
+            "label": entry.get("label", name),
+            "object": custom_object_path(prefix, name),
+            "program": entry["program"],
+            "variables": dict(entry.get("variables") or {}),
+            "given": {"source" if entry.get("source") else "object": str(given), "sha256": _sha256(given)},
+        }
+    return merged
+
+
+def system_matrix(names, axes, systems, dut_cpus, dpdk_main_lcore=0):
+    """A matrix (list of sub-matrices) running ``names`` over ``axes``, each kind on the axes it has.
+
+    Systems of one kind share a sub-matrix; the axes a kind does not vary (Kind.axes) are pinned to their default
+    (only the XDP benchmark has a touch mode); a kind that keeps a CPU for itself (DPDK's main lcore) runs the
+    cores it can. Unknown system names go into a sub-matrix of their own so that validation names them."""
+    groups = {}
+    for name in names or []:
+        impl = (systems.get(name) or {}).get("impl")
+        custom = bool((systems.get(name) or {}).get("custom"))
+        groups.setdefault((impl, custom), []).append(name)
+    cpus = _int_list(dut_cpus)
+    usable_dpdk = len([c for c in cpus if c != int(dpdk_main_lcore or 0)])
+    out = []
+    for (impl, custom), members in groups.items():
+        kind = KINDS.get(impl)
+        sub = {"system": members}
+        for axis, values in axes.items():
+            if axis == "system":
+                continue
+            if axis in COMMON_AXES or kind is None or (axis in kind.axes and not custom):
+                sub[axis] = list(values)
+            else:
+                sub[axis] = [AXIS_DEFAULTS.get(axis, values[0] if values else None)]
+        if kind is not None and kind.excludes_main_lcore and "cores" in sub:
+            sub["cores"] = [c for c in sub["cores"] if int(c) <= usable_dpdk]
+            if not sub["cores"]:
+                continue
+        out.append(sub)
+    return out

@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The registry of system kinds (plugins/module_utils/_systems.py, filters in plugins/filter/systems.py)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _builtin():
+    with open(os.path.join(ROOT, "roles", "experiment", "defaults", "main.yml")) as fh:
+        systems = yaml.safe_load(fh)["experiment_systems"]
+    # the xdp entry's count is a Jinja default of the inventory's xdplab_xdp_count
+    systems["xdp"]["count"] = "program"
+    return systems
+
+
+SETTINGS = {
+    "dut_cpus": [1, 2, 3],
+    "dpdk_main_lcore": 1,
+    "dut_interface": "veth-dut",
+    "warmup": 2,
+    "interval": 1,
+    "samples": 5,
+    "generator_slack": 10,
+    "window_lead": 10,
+    "cpu_bpf_stats": True,
+    "now": "2026-12-04T00:00:00Z",
+}
+
+
+def _planned(**point):
+    point.setdefault("cores", 2)
+    return {"trial_id": "abc", "point": point, "repetition": 1, "index": 1, "total": 4}
+
+
+def test_every_builtin_system_has_a_kind_with_task_files():
+    for name, system in _builtin().items():
+        kind = _systems.kind_of(system, name)
+        for phase in ("setup", "measure", "teardown"):
+            path = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", kind.name, phase + ".yml")
+            assert os.path.isfile(path), f"{name}: kind {kind.name} lacks {path}"
+
+
+def test_no_system_name_in_the_trial_runners_task_files():
+    """Issue 26: the variation is in the registry; the task files keep the order (set up, measure, tear down)."""
+    names = set(_builtin()) | set(_systems.KINDS)
+    task_dir = os.path.join(ROOT, "roles", "experiment", "tasks")
+    for top in ("trial.yml", "preflight.yml", "cpu.yml", "trials.yml", "round.yml"):
+        with open(os.path.join(task_dir, top)) as fh:
+            text = fh.read()
+        for name in names:
+            assert f"'{name}'" not in text and f'"{name}"' not in text, f"{top} names the system {name}"
+
+
+def test_trial_values_dpdk_keeps_its_main_lcore_out():
+    t = _systems.trial_values(_planned(system="dpdk_vector"), _builtin(), SETTINGS)
+    assert t["kind"] == "dpdk" and t["cpus"] == [2, 3] and t["dpdk_cpus"] == [2, 3]
+    assert t["cpu_windowed"] is True and t["cpu_bpf_interfaces"] == []
+    assert t["from_measure"] == {"dpdk_version": "version", "command": "command"}
+    assert t["seconds"] == 2 + 5 + 10
+    assert t["process_window_end"] is True
+
+
+def test_trial_values_xdp_paced_reads_bpf_stats_and_does_not_bracket():
+    t = _systems.trial_values(_planned(system="xdp", offered_mpps=0.5), _builtin(), SETTINGS)
+    assert t["cpus"] == [1, 2] and t["rate_pps"] == 500000
+    assert t["cpu_bpf_interfaces"] == ["veth-dut"] and t["cpu_windowed"] is False
+    unpaced = _systems.trial_values(_planned(system="xdp"), _builtin(), SETTINGS)
+    assert unpaced["cpu_windowed"] is True and unpaced["cpu_bpf_interfaces"] == []
+    no_bpf = _systems.trial_values(_planned(system="xdp", offered_mpps=0.5), _builtin(), dict(SETTINGS, cpu_bpf_stats=False))
+    assert no_bpf["cpu_windowed"] is True and no_bpf["cpu_bpf_interfaces"] == []
+
+
+def test_trial_values_forwarding_runs_the_generator_past_the_window_lead():
+    t = _systems.trial_values(_planned(system="xdp_tx"), _builtin(), SETTINGS)
+    assert t["seconds"] == 2 + 5 + 10 + 10 and t["forward_dut_cpu_window"] is True
+    process = _systems.trial_values(_planned(system="dpdk_mac"), _builtin(), SETTINGS)
+    assert process["seconds"] == 27 and process["forward_dut_cpu_window"] is False
+
+
+def test_trial_values_af_xdp_and_tcp_do_not_bracket_their_window():
+    for name in ("af_xdp_copy", "tcp", "latency_floor"):
+        assert _systems.trial_values(_planned(system=name), _builtin(), SETTINGS)["cpu_windowed"] is False
+
+
+def test_trial_values_unknown_system_and_kind_are_named():
+    with pytest.raises(_systems.SystemsError, match="'nope' is not one of experiment_systems"):
+        _systems.trial_values(_planned(system="nope"), _builtin(), SETTINGS)
+    with pytest.raises(_systems.SystemsError, match="bad: impl 'quantum' has no trial implementation"):
+        _systems.trial_values(_planned(system="bad"), {"bad": {"impl": "quantum"}}, SETTINGS)
+
+
+def test_measured_provenance_picks_the_kinds_keys():
+    t = _systems.trial_values(_planned(system="af_xdp_copy"), _builtin(), SETTINGS)
+    got = _systems.measured_provenance(t, {"bind_mode": "drv_copy", "version": "1", "pps": 5})
+    assert got == {"bind_mode": "drv_copy", "version": "1"}
+
+
+def test_system_matrix_pins_axes_a_kind_does_not_have(tmp_path):
+    src = tmp_path / "f.bpf.c"
+    src.write_text("int x;\n")
+    systems = _systems.with_custom(
+        _builtin(), {"mine": {"kind": "xdp", "source": str(src), "program": "xdp_mine"}}, "/usr/local/lib/xdplab"
+    )
+    axes = {"action": ["drop"], "touch": ["no_touch", "read"], "packet_len": [64], "cores": [1, 2, 3]}
+    m = _systems.system_matrix(
+        ["xdp", "dpdk_vector", "dpdk_scalar", "af_xdp_copy", "linux_raw", "mine"], axes, systems, [1, 2, 3], 0
+    )
+    by_first = {sub["system"][0]: sub for sub in m}
+    assert by_first["xdp"]["touch"] == ["no_touch", "read"] and by_first["xdp"]["system"] == ["xdp"]
+    assert by_first["dpdk_vector"]["system"] == ["dpdk_vector", "dpdk_scalar"]
+    assert by_first["dpdk_vector"]["touch"] == ["no_touch"] and by_first["dpdk_vector"]["cores"] == [1, 2, 3]
+    assert by_first["mine"]["touch"] == ["no_touch"], "a custom program has no touch mode"
+    assert by_first["linux_raw"]["touch"] == ["no_touch"]
+    # DPDK's main lcore on a DUT CPU: one core less
+    m = _systems.system_matrix(["dpdk_vector"], axes, systems, [1, 2, 3], 1)
+    assert m == [{"system": ["dpdk_vector"], "action": ["drop"], "touch": ["no_touch"], "packet_len": [64], "cores": [1, 2]}]
+    # no core left for DPDK: no sub-matrix
+    assert _systems.system_matrix(["dpdk_vector"], dict(axes, cores=[1]), systems, [1], 1) == []
+
+
+def test_with_custom_adds_a_driver_counted_xdp_system(tmp_path):
+    src = tmp_path / "f.bpf.c"
+    src.write_text("int x;\n")
+    merged = _systems.with_custom(
+        _builtin(), {"mine": {"kind": "xdp", "source": str(src), "program": "xdp_mine", "variables": {"port": 9}}}, "/opt/x"
+    )
+    entry = merged["mine"]
+    assert entry["impl"] == "xdp" and entry["count"] == "driver" and entry["custom"] is True
+    assert entry["object"] == "/opt/x/lib/bpf/custom/mine.bpf.o" and entry["program"] == "xdp_mine"
+    assert entry["variables"] == {"port": 9} and entry["label"] == "mine"
+    import hashlib
+
+    assert entry["given"] == {"source": str(src), "sha256": hashlib.sha256(b"int x;\n").hexdigest()}
+    # merged once more (ab_compare passes its merged systems to the role): the same, not a shadowing error
+    assert (
+        _systems.with_custom(
+            merged, {"mine": {"kind": "xdp", "source": str(src), "program": "xdp_mine", "variables": {"port": 9}}}, "/opt/x"
+        )
+        == merged
+    )
+
+
+def test_custom_errors_name_the_field_and_the_value(tmp_path):
+    src = tmp_path / "f.bpf.c"
+    src.write_text("x")
+    builtin = _builtin()
+    cases = {
+        "xdp": ({"kind": "xdp", "source": str(src), "program": "p"}, "shadows the built-in system 'xdp'"),
+        "a": ({"kind": "dpdk", "source": str(src), "program": "p"}, "kind: 'dpdk' is not a kind a custom system can have"),
+        "b": ({"kind": "xdp", "program": "p"}, "give exactly one of source"),
+        "c": ({"kind": "xdp", "source": str(src), "object": str(src), "program": "p"}, "got both"),
+        "d": ({"kind": "xdp", "source": "/nonexistent/x.c", "program": "p"}, "source: /nonexistent/x.c is not a file"),
+        "e": ({"kind": "xdp", "source": str(src)}, "program: missing"),
+        "f": ({"kind": "xdp", "source": str(src), "program": "p", "colour": 1}, "unknown key(s) colour"),
+        "g": ({"kind": "xdp", "source": str(src), "program": "p", "variables": [1]}, "variables: must be a mapping"),
+        "h": ("xdp", "must be a mapping like"),
+    }
+    for name, (entry, expected) in cases.items():
+        errors = _systems.custom_errors({name: entry}, builtin)
+        assert any(expected in e and f"xdplab_custom_systems: {name}" in e for e in errors), (name, errors)
+    assert _systems.custom_errors({}, builtin) == [] and _systems.custom_errors(None, builtin) == []
+    with pytest.raises(_systems.SystemsError, match="shadows"):
+        _systems.with_custom(builtin, {"xdp": cases["xdp"][0]}, "/p")
+
+
+def test_needs_reads_the_kinds_preflight():
+    b = _builtin()
+    assert _systems.needs(["xdp", "linux_raw"], b, "xdp_mode")
+    assert not _systems.needs(["linux_raw", "xdp_tx"], b, "xdp_mode")
+    assert _systems.needs(["dpdk_scalar"], b, "dpdk_port")
+    assert not _systems.needs(["nope"], b, "dpdk_port")
