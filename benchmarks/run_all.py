@@ -69,6 +69,8 @@ SCRIPTS = {
                       "what": "paced generator and the DUT CPU's sources (virtual lab)"},
     "systems_vs_xdp.py": {"argv": [PYTHON, "{script}"], "what": "each system's drop rate beside XDP_DROP (virtual lab)"},
     "several_duts.py": {"argv": [PYTHON, "{script}"], "what": "one DUT against two (virtual lab)"},
+    "trial_overhead.py": {"argv": [PYTHON, "{script}", "--run", "--json", "{json}"],
+                          "what": "Ansible's module runs and seconds per trial besides the traffic (virtual lab)"},
     "kernel_build.sh": {"argv": ["bash", "{script}"], "needs": needs_kernel_tree,
                         "what": "kernel package build time, no ccache / cold / warm"},
 }  # fmt: skip
