@@ -17,6 +17,12 @@ options:
       - Seconds to wait before the window's first snapshot (lets the traffic generator ramp up).
     type: float
     default: 0.0
+  warmup_from:
+    description:
+      - The instant O(warmup) counts from, on CLOCK_REALTIME (epoch seconds), e.g. the generator's start
+        (RV(xdplab.testbed.traffic_generator#module:started_epoch)). The window then opens O(warmup) seconds after it,
+        or at once when the module starts later than that. Default the module's own start.
+    type: float
   interval:
     description:
       - Seconds per sample. Snapshots are taken on an absolute schedule (window start + i x O(interval)) on

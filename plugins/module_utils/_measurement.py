@@ -55,6 +55,7 @@ MEASUREMENT_KEYS = (
 # the sampling options every measuring module takes (doc fragment xdplab.testbed.sampling)
 SAMPLING_ARGUMENT_SPEC = {
     "warmup": {"type": "float", "default": 0.0},
+    "warmup_from": {"type": "float"},
     "interval": {"type": "float", "default": 1.0},
     "samples": {"type": "int", "default": 3},
 }
@@ -76,8 +77,20 @@ class Sampler:
     ``clock`` and ``sleep`` are injectable so that tests need not wait.
     """
 
-    def __init__(self, warmup=0.0, interval=1.0, samples=3, clock=time.monotonic, sleep=time.sleep,
-                 start_at=None, realtime=time.time, cpu_window_cpus=(), cpu_snapshot=None, end_when=None):
+    def __init__(
+        self,
+        warmup=0.0,
+        interval=1.0,
+        samples=3,
+        clock=time.monotonic,
+        sleep=time.sleep,
+        start_at=None,
+        realtime=time.time,
+        cpu_window_cpus=(),
+        cpu_snapshot=None,
+        end_when=None,
+        warmup_from=None,
+    ):
         self.warmup, self.interval, self.samples = float(warmup), float(interval), int(samples)
         self.clock, self.sleep = clock, sleep
         # end_when(): asked after each snapshot but the last; True ends the window there, before O(samples) (at least
@@ -93,14 +106,26 @@ class Sampler:
         # start_at: the warm-up's start on CLOCK_REALTIME (epoch seconds), shared by measurements taken on several
         # hosts at once, so their windows open at the same instant (within the hosts' clock offset)
         self.start_at = None if start_at is None else float(start_at)
+        # warmup_from: the instant the warm-up counts from on CLOCK_REALTIME (the generator's start): the window opens
+        # warmup seconds after it, or at once when the module starts later (a softer start_at: no other host's window
+        # to meet, so starting late is not an error; warmup_waited says how long this module waited)
+        self.warmup_from = None if warmup_from is None else float(warmup_from)
+        self.warmup_waited = None
         self.realtime = realtime
         self.validate()
 
     @classmethod
     def from_params(cls, params, **kw):
         """A Sampler from a module's params (the keys of SAMPLING_ARGUMENT_SPEC, and start_at where it has one)."""
-        return cls(params["warmup"], params["interval"], params["samples"], start_at=params.get("start_at"),
-                   cpu_window_cpus=params.get("cpu_window_cpus") or (), **kw)
+        return cls(
+            params["warmup"],
+            params["interval"],
+            params["samples"],
+            start_at=params.get("start_at"),
+            cpu_window_cpus=params.get("cpu_window_cpus") or (),
+            warmup_from=params.get("warmup_from"),
+            **kw,
+        )
 
     def validate(self):
         if not math.isfinite(self.interval) or self.interval <= 0:
@@ -111,6 +136,8 @@ class Sampler:
             raise SamplingError(f"samples must be at least 1, got {self.samples}")
         if self.start_at is not None and (not math.isfinite(self.start_at) or self.start_at <= 0):
             raise SamplingError(f"start_at must be a time on CLOCK_REALTIME (epoch seconds), got {self.start_at}")
+        if self.warmup_from is not None and (not math.isfinite(self.warmup_from) or self.warmup_from <= 0):
+            raise SamplingError(f"warmup_from must be a time on CLOCK_REALTIME (epoch seconds), got {self.warmup_from}")
 
     @property
     def seconds(self):
@@ -124,7 +151,8 @@ class Sampler:
             raise SamplingError(
                 f"started {late:.3f} s after the window's opening (start_at {self.start_at:.3f} + warmup "
                 f"{self.warmup:g} s on CLOCK_REALTIME): give a start_at further ahead, or a longer warmup (role "
-                f"xdplab.testbed.experiment: experiment_window_lead, experiment_warmup)")
+                f"xdplab.testbed.experiment: experiment_window_lead, experiment_warmup)"
+            )
         self.sleep(-late)
 
     def wait_until(self, deadline):
@@ -140,6 +168,10 @@ class Sampler:
         others')."""
         if self.start_at is not None:
             self.wait_realtime()
+        elif self.warmup_from is not None:
+            self.warmup_waited = max(0.0, self.warmup_from + self.warmup - self.realtime())
+            if self.warmup_waited > 0:
+                self.sleep(self.warmup_waited)
         elif self.warmup > 0:
             self.sleep(self.warmup)
         if before_window is not None:

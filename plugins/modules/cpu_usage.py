@@ -558,27 +558,27 @@ class CpuUsage:
         return self.result
 
 
+ARGUMENT_SPEC = {
+    "cpus": {"type": "list", "elements": "int"},
+    "interval": {"type": "float", "default": 1.0},
+    "samples": {"type": "int", "default": 1},
+    "snapshot_only": {"type": "bool", "default": False},
+    "since": {"type": "dict"},
+    "until": {"type": "dict"},
+    "threads": {"type": "bool", "default": True},
+    "work_interfaces": {"type": "list", "elements": "str", "default": []},
+    "work_pids": {"type": "list", "elements": "int", "default": []},
+    "work_comms": {"type": "list", "elements": "str", "default": []},
+    "ended_threads": {"type": "list", "elements": "dict", "default": []},
+    "foreign_threshold": {"type": "float", "default": 0.5},
+    "bpf_interfaces": {"type": "list", "elements": "str", "default": []},
+    "bpf_prog_ids": {"type": "list", "elements": "int", "default": []},
+}
+
+
 def main():
     pinned = _housekeeping.pin_self()  # before anything else: never sample from the CPUs being measured
-    module = AnsibleModule(
-        argument_spec={
-            "cpus": {"type": "list", "elements": "int"},
-            "interval": {"type": "float", "default": 1.0},
-            "samples": {"type": "int", "default": 1},
-            "snapshot_only": {"type": "bool", "default": False},
-            "since": {"type": "dict"},
-            "until": {"type": "dict"},
-            "threads": {"type": "bool", "default": True},
-            "work_interfaces": {"type": "list", "elements": "str", "default": []},
-            "work_pids": {"type": "list", "elements": "int", "default": []},
-            "work_comms": {"type": "list", "elements": "str", "default": []},
-            "ended_threads": {"type": "list", "elements": "dict", "default": []},
-            "foreign_threshold": {"type": "float", "default": 0.5},
-            "bpf_interfaces": {"type": "list", "elements": "str", "default": []},
-            "bpf_prog_ids": {"type": "list", "elements": "int", "default": []},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     module.exit_json(**CpuUsage(module, pinned).run())
 
 

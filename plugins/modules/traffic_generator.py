@@ -160,6 +160,13 @@ running:
   returned: always
   type: bool
   sample: true
+started_epoch:
+  description:
+    - When the generator was started, on CLOCK_REALTIME (epoch seconds), just after its process was launched (O(state=started)).
+      A measuring module's O(xdplab.testbed.xdp_stats#module:warmup_from) counts its warm-up from it.
+  returned: when O(state=started) started a run
+  type: float
+  sample: 1764890000.123456
 pid:
   description: Process id of the generator (O(state=started)).
   returned: when started
@@ -280,6 +287,7 @@ summary:
 """
 
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _process
@@ -328,7 +336,8 @@ class TrafficGenerator:
         if self.module.check_mode:
             return
         state = backend.start()
-        self.result.update(running=True, pid=state["pid"])
+        # the instant a measuring module's warm-up counts from (its warmup_from): the generator is running now
+        self.result.update(running=True, pid=state["pid"], started_epoch=round(time.time(), 6))
 
     def ensure_stopped(self):
         """Stop the run and return its summary; a run that died before it was stopped fails, once.

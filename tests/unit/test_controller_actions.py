@@ -84,3 +84,25 @@ def test_become_from_the_inventory_runs_the_module_process(tmp_path):
     tasks = [{"name": "bad", "xdplab.testbed.trial_record": dict(recdata.args(path), status="failed")}]
     out, log = play(tmp_path, tasks, False, "-e", "ansible_become=true", "-e", "ansible_become_method=ansible.builtin.su")
     assert out["bad"]["failed"] is True and "Module failed: status is failed" in log
+
+
+@pytest.mark.parametrize("become", [False, True], ids=["in_process", "module_process"])
+def test_cpu_usage_between_two_snapshots_the_same_on_both_paths(become, tmp_path):
+    """cpu_usage with since and until (a measure task's cpu_window) is arithmetic on the two snapshots: in the
+    worker on this machine, a module process with become; the same figures either way (real /proc snapshots)."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement
+
+    sampler = _measurement.Sampler(0, 0.2, 1, cpu_window_cpus=[0])
+    sampler.run(lambda: None)
+    window = sampler.cpu_window
+    args = {"cpus": [0], "since": window["start"], "until": window["end"], "work_comms": ["^python"]}
+    tasks = [{"name": "usage", "xdplab.testbed.cpu_usage": args},
+             {"name": "bad", "xdplab.testbed.cpu_usage": dict(args, until={"version": 1})}]  # fmt: skip
+    out, log = play(tmp_path, tasks, become)
+    usage, bad = out["usage"], out["bad"]
+    assert usage.get("failed") is not True, usage
+    assert usage["cpus"] == [0] and usage["seconds"] == pytest.approx(window["end"]["time"] - window["start"]["time"])
+    assert 0.0 <= usage["busy"] <= 100.0 and usage["busy_source"]
+    assert usage["housekeeping"] is None if not become else "housekeeping" in usage
+    assert bad["failed"] is True and "is not a cpu_usage snapshot" in bad["msg"]
+    assert ("Module failed" if become else "Action failed") in log

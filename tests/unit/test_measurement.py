@@ -113,8 +113,24 @@ def test_a_sampler_that_starts_after_the_window_opened_says_so(fake_clock):
     assert fake_clock.sleeps == []
 
 
+def test_warmup_from_counts_the_warmup_from_the_generators_start(fake_clock):
+    """warmup_from (the generator's start): a module that starts 0.4 s after it waits 1.6 s of a 2 s warm-up; one that
+    starts after the warm-up has ended opens its window at once (not an error: no other host's window to meet)."""
+    fake_clock.now = 100.4
+    sampler = _measurement.Sampler(warmup=2.0, interval=1.0, samples=1, clock=fake_clock, sleep=fake_clock.sleep,
+                                   warmup_from=100.0, realtime=fake_clock)
+    snaps = sampler.run(lambda: fake_clock.now)
+    assert [t for t, _s in snaps] == [pytest.approx(102.0), pytest.approx(103.0)]
+    assert sampler.warmup_waited == pytest.approx(1.6)
+    fake_clock.now = 105.0
+    late = _measurement.Sampler(warmup=2.0, interval=1.0, samples=1, clock=fake_clock, sleep=fake_clock.sleep,
+                                warmup_from=100.0, realtime=fake_clock)
+    assert [t for t, _s in late.run(lambda: 0)] == [pytest.approx(105.0), pytest.approx(106.0)]
+    assert late.warmup_waited == 0.0
+
+
 @pytest.mark.parametrize("kw,word", [({"interval": 0}, "interval"), ({"warmup": -1}, "warmup"), ({"samples": 0}, "samples"),
-                                     ({"start_at": float("nan")}, "start_at")])
+                                     ({"start_at": float("nan")}, "start_at"), ({"warmup_from": -5.0}, "warmup_from")])
 def test_sampler_names_the_bad_option(kw, word):
     with pytest.raises(_measurement.SamplingError, match=word):
         _measurement.Sampler(**kw)
@@ -159,7 +175,7 @@ def test_the_sampling_fragment_matches_the_argument_spec():
     options = yaml.safe_load(sampling.ModuleDocFragment.DOCUMENTATION)["options"]
     assert set(options) == set(_measurement.SAMPLING_ARGUMENT_SPEC)
     for name, spec in _measurement.SAMPLING_ARGUMENT_SPEC.items():
-        assert options[name]["type"] == spec["type"] and options[name]["default"] == spec["default"]
+        assert options[name]["type"] == spec["type"] and options[name].get("default") == spec.get("default")
 
 
 def test_attribute_fragments_describe_both_attributes():
