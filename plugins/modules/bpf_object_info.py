@@ -25,6 +25,7 @@ attributes:
     description: Reads only; runs the same in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is no diff.
 options:
   path:
     description:
