@@ -211,3 +211,33 @@ def test_a_missing_file_and_a_relative_path_fail_in_preflight(built, tmp_path):
     done = run_role(built["tmp"], [{"name": "rel", "source": "examples/x.bpf.c", "program": "xdp_x"}],
                     "--tags", "bpf_programs_custom")  # fmt: skip
     assert done.returncode != 0 and "examples/x.bpf.c is not an absolute path" in " ".join(done.stdout.split())
+
+
+def frame(dport, proto=17, vlan=False, frag=0):
+    """An Ethernet + IPv4 (+ UDP) frame to dport, optionally 802.1Q-tagged or a non-first fragment."""
+    eth = b"\x02" * 6 + b"\x04" * 6 + ((b"\x81\x00" + b"\x00\x05") if vlan else b"") + b"\x08\x00"
+    ip = bytes([0x45, 0, 0, 46, 0, 0]) + frag.to_bytes(2, "big") + bytes([64, proto, 0, 0]) + bytes([10, 0, 0, 1, 10, 0, 0, 2])
+    return eth + ip + (1024).to_bytes(2, "big") + dport.to_bytes(2, "big") + (26).to_bytes(2, "big") + b"\0\0" + b"x" * 18
+
+
+def test_the_installed_example_drops_udp_to_the_port_range_and_passes_the_rest(built):
+    """BPF_PROG_RUN of the object the role installed: nothing is attached anywhere."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf as libbpf
+
+    xdp_drop, xdp_pass = 1, 2
+    with libbpf.BpfObject(built["installed"]["udp_port_filter"]["object"]) as obj:
+        prog = obj.only_load("xdp_udp_port_filter")
+        obj.load()
+        fd = obj.program_fd(prog)
+        cases = {
+            "port 12": (frame(12), xdp_drop),
+            "port 75": (frame(75), xdp_drop),
+            "port 76": (frame(76), xdp_pass),
+            "port 11": (frame(11), xdp_pass),
+            "VLAN, port 40": (frame(40, vlan=True), xdp_drop),
+            "TCP to port 40": (frame(40, proto=6), xdp_pass),
+            "a later fragment": (frame(40, frag=10), xdp_pass),
+            "a runt": (frame(40)[:30], xdp_pass),
+        }
+        got = {what: libbpf.test_run(fd, data)[0] for what, (data, _want) in cases.items()}
+    assert got == {what: want for what, (_data, want) in cases.items()}
