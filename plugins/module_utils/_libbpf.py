@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno as _errno
+import hashlib
 import os
 import sys
 import tempfile
@@ -288,6 +289,15 @@ def capture_stderr():
             out.append(tmp.read().decode("utf-8", "replace"))
 
 
+def file_sha256(path):
+    """SHA-256 (hex) of a file's content."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _close(fd):
     if fd is not None and fd >= 0:
         with contextlib.suppress(OSError):
@@ -361,6 +371,36 @@ class BpfObject:
         """(type number, type name) of program ``name``, from its ELF section (SEC("xdp") is xdp)."""
         ptype = self.lib.bpf_program__type(self.find_program(name))
         return ptype, PROG_TYPE_NAMES.get(ptype, f"type {ptype}")
+
+    def programs(self):
+        """Every program of the object, in object order: [{name, section, type}] (type as PROG_TYPE_NAMES says)."""
+        out = []
+        prog = self.lib.bpf_object__next_program(self.obj, None)
+        while prog:
+            ptype = self.lib.bpf_program__type(prog)
+            out.append(
+                {
+                    "name": self.lib.bpf_program__name(prog).decode(),
+                    "section": self.lib.bpf_program__section_name(prog).decode(),
+                    "type": PROG_TYPE_NAMES.get(ptype, f"type {ptype}"),
+                }
+            )
+            prog = self.lib.bpf_object__next_program(self.obj, prog)
+        return out
+
+    def xdp_program_problem(self, name):
+        """None when ``name`` is an XDP program of this object, else why not, naming the programs that are there."""
+        names = self.program_names()
+        if name not in names:
+            return f"program {name} is not in {self.path}; programs in the object: {', '.join(names) or '(none)'}"
+        ptype, type_name = self.program_type(name)
+        if ptype != BPF_PROG_TYPE_XDP:
+            xdp = [n for n in names if self.program_type(n)[0] == BPF_PROG_TYPE_XDP]
+            return (
+                f"program {name} in {self.path} is a {type_name} program, not an XDP program "
+                f'(its section must be SEC("xdp")); XDP programs in the object: {", ".join(xdp) or "(none)"}'
+            )
+        return None
 
     def program_fd(self, prog):
         return _check(self.lib.bpf_program__fd(prog), "program has no fd (not loaded)")

@@ -225,7 +225,6 @@ previous:
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import socket
@@ -379,12 +378,8 @@ def libbpf_name(name):
     return name[: libbpf.BPF_OBJ_NAME_LEN - 1]
 
 
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+# the object's checksum, as module bpf_object_info reports it
+file_sha256 = libbpf.file_sha256
 
 
 NOCORE_DIR = "nocore"
@@ -584,16 +579,9 @@ class XdpProgram:
         return f" (kernel {feats['release']} has no {' and no '.join(lacks)})" if lacks else ""
 
     def check_program(self, obj, program):
-        names = obj.program_names()
-        if program not in names:
-            self.fail(f"program {program} is not in {obj.path}; programs in the object: {', '.join(names)}")
-        _ptype, type_name = obj.program_type(program)
-        if _ptype != libbpf.BPF_PROG_TYPE_XDP:
-            xdp = [n for n in names if obj.program_type(n)[0] == libbpf.BPF_PROG_TYPE_XDP]
-            self.fail(
-                f"program {program} in {obj.path} is a {type_name} program, not an XDP program "
-                f'(its section must be SEC("xdp")); XDP programs in the object: {", ".join(xdp) or "(none)"}'
-            )
+        problem = obj.xdp_program_problem(program)
+        if problem:
+            self.fail(problem)
 
     def check_cpumap_programs(self, obj, names):
         """Every program a cpumap entry names is in the object and is a cpumap program (before anything changes)."""
