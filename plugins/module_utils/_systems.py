@@ -300,7 +300,7 @@ def with_custom(builtin, custom, prefix):
         raise SystemsError("; ".join(errors))
     merged = dict(builtin)
     for name, entry in (custom or {}).items():
-        given = entry.get("source") or entry.get("object")
+        given = os.path.normpath(str(entry.get("source") or entry.get("object")))
         merged[name] = {
             "impl": entry["kind"],
             "custom": True,
