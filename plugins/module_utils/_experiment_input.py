@@ -203,6 +203,10 @@ _OPTIONS = (
 )  # fmt: skip
 
 
+_LINK_WHAT = "every end of the links the DUT and its generator share needs an %s of its own; give this end another one"
+_PORTS_WHAT = "the two ports the %s are two interfaces; name another port"
+
+
 def _json(value):
     try:
         return json.dumps(value)
@@ -295,7 +299,9 @@ def results_dir_error(results_dir, subdir=""):
 
 
 def _distinct_errors(ends, what, fmt):
-    """'HOST: FIELD: VALUE is also HOST's FIELD' for every value two ends of the links share."""
+    """'HOST: FIELD: VALUE is also HOST's FIELD; what to do' for every value two ends share.
+
+    ends: (host, field, value); what: the words that say what to do; fmt: whether a value is one to compare."""
     errors = []
     seen = {}
     for host, field, value in ends:
@@ -304,10 +310,7 @@ def _distinct_errors(ends, what, fmt):
         key = str(value).strip().lower().replace("-", ":")
         if key in seen:
             other_host, other_field = seen[key]
-            errors.append(
-                "%s: %s: %s is also %s's %s; the hosts that share a link need %s of their own (give each end "
-                "another one)" % (host, field, value, other_host, other_field, what)
-            )
+            errors.append("%s: %s: %s is also %s's %s; %s" % (host, field, value, other_host, other_field, what))
         else:
             seen[key] = (host, field)
     return errors
@@ -413,23 +416,25 @@ def input_errors(
             (gen_host, "xdplab_generator_ip", gen.get("xdplab_generator_ip")),
             (gen_host, "xdplab_generator_rx_ip", gen.get("xdplab_generator_rx_ip")),
         ]
-        errors += _distinct_errors(ends, "IPv4 addresses", valid_ipv4)
+        errors += _distinct_errors(ends, _LINK_WHAT % "IPv4 address", valid_ipv4)
         ends = [
             (host, "xdplab_dut_mac", dut.get("xdplab_dut_mac")),
             (host, "xdplab_dut_egress_mac", dut.get("xdplab_dut_egress_mac")),
             (gen_host, "xdplab_generator_mac", gen.get("xdplab_generator_mac")),
             (gen_host, "xdplab_generator_rx_mac", gen.get("xdplab_generator_rx_mac")),
         ]
-        errors += _distinct_errors(ends, "MAC addresses", valid_mac)
+        errors += _distinct_errors(ends, _LINK_WHAT % "MAC address", valid_mac)
         errors += _distinct_errors(
             [(gen_host, "xdplab_generator_interface", gen.get("xdplab_generator_interface")),
              (gen_host, "xdplab_generator_rx_interface", gen.get("xdplab_generator_rx_interface"))],
-            "ports", lambda v: isinstance(v, str),
+            _PORTS_WHAT % "generator sends on and receives on",
+            lambda v: isinstance(v, str),
         )  # fmt: skip
     errors += _distinct_errors(
         [(host, "xdplab_dut_interface", dut.get("xdplab_dut_interface")),
          (host, "xdplab_dut_egress_interface", dut.get("xdplab_dut_egress_interface"))],
-        "ports", lambda v: isinstance(v, str),
+        _PORTS_WHAT % "DUT receives on and forwards out of",
+        lambda v: isinstance(v, str),
     )  # fmt: skip
 
     # the CPU roles: the DUT's, housekeeping's and (on one machine) the generator's never share (_cpu_layout's rules)
