@@ -81,6 +81,30 @@ def _request(request):
     return out
 
 
+#: why the DUT, the generator's senders and housekeeping may not share a CPU (the words of every overlap error)
+OVERLAP_WHY = "the DUT, the generator's senders and housekeeping need CPUs of their own (they may share only on a 2-CPU host)"
+
+
+def sharing_forbidden(online_count):
+    """The pairs of roles that must not share a CPU on one machine of ``online_count`` CPUs (None: not known).
+
+    The DUT never shares; the generator and housekeeping share only where the host has no third CPU (2 CPUs)."""
+    pairs = [("dut", "generator"), ("dut", "housekeeping")]
+    if online_count is None or online_count > 2:
+        pairs.append(("generator", "housekeeping"))
+    return pairs
+
+
+def overlaps(cpus_by_role, online_count):
+    """[(role, role, [CPUs both have])] for the pairs of ``sharing_forbidden`` that overlap in ``cpus_by_role``."""
+    out = []
+    for a, b in sharing_forbidden(online_count):
+        both = sorted(set(cpus_by_role.get(a) or ()) & set(cpus_by_role.get(b) or ()))
+        if both:
+            out.append((a, b, both))
+    return out
+
+
 def _check_given(given, online):
     for role, cpus in given.items():
         if role == "max_dut_cpus":
@@ -91,17 +115,8 @@ def _check_given(given, online):
                 f"xdplab_cpu_layout.{role}: CPU {format_cpu_list(offline)} is not online on this host "
                 f"(online: {format_cpu_list(online)}); pick online CPUs or bring them online"
             )
-    # the DUT never shares; the generator and housekeeping share only where the host has no third CPU (2 CPUs)
-    pairs = [("dut", "generator"), ("dut", "housekeeping")]
-    if len(online) > 2:
-        pairs.append(("generator", "housekeeping"))
-    for a, b in pairs:
-        both = sorted(set(given.get(a, ())) & set(given.get(b, ())))
-        if both:
-            raise LayoutError(
-                f"xdplab_cpu_layout: {a} and {b} overlap on CPU {format_cpu_list(both)}; the DUT, the generator's "
-                f"senders and housekeeping need CPUs of their own (they may share only on a 2-CPU host)"
-            )
+    for a, b, both in overlaps(given, len(online)):
+        raise LayoutError(f"xdplab_cpu_layout: {a} and {b} overlap on CPU {format_cpu_list(both)}; {OVERLAP_WHY}")
     never_on_dut = {
         "generator_rx": "the generator's receive work must not run on the DUT's CPUs",
         "nic": "leave nic out to keep the NIC's work on the DUT's CPUs, or give it CPUs the DUT does not count",

@@ -21,17 +21,18 @@ def namespaces():
     return {n["name"] for n in json.loads(out or "[]") if n["name"].startswith("xdplab-")}
 
 
-def run_paper_drop(extra, tmp_path):
+def run_paper_drop(extra, tmp_path, results=None):
     before = namespaces()
     res = subprocess.run(
         [PLAYBOOK, "-i", "inventories/vlab", "playbooks/paper_drop.yml", "-e", json.dumps(extra),
-         "-e", "experiment_results_dir=%s" % tmp_path],
+         "-e", "experiment_results_dir=%s" % (results or tmp_path)],
         cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300,
     )  # fmt: skip
     out = " ".join((res.stdout + res.stderr).split())
     assert res.returncode != 0, out[-2000:]
-    # stopped in the first play: no lab was built, nothing recorded
-    assert "Build the virtual lab" not in out
+    # stopped in the first play: no lab was built, no host tuned, no hugepage reserved, nothing recorded
+    assert "Build the virtual lab" not in out and "Tune the DUTs" not in out and "Software the DUTs" not in out
+    assert "Read the hosts (read-only preflight)" not in out
     assert namespaces() == before
     assert not list(tmp_path.rglob("*.jsonl"))
     return out
@@ -64,10 +65,52 @@ def run_paper_drop(extra, tmp_path):
             {"xdplab_generator_host": "tgx"},
             'dut: xdplab_generator_host: "tgx" is not a host of the group generators (generators: tg)',
         ),
+        # issue 26 item 6: every numeric option's range
+        ({"experiment_warmup": -1}, "experiment_warmup: -1.0 is below 0; seconds the generator runs before the first sample"),
+        ({"experiment_interval": 0}, "experiment_interval: 0.0 must be above 0; seconds between two samples"),
+        ({"experiment_samples": 0}, "experiment_samples: 0 is below 1; samples per window"),
+        ({"experiment_generator_slack": -1}, "experiment_generator_slack: -1.0 is below 0"),
+        ({"experiment_window_lead": 0}, "experiment_window_lead: 0.0 must be above 0"),
+        ({"experiment_kept_up_share": 1.5}, "experiment_kept_up_share: 1.5 is above 1"),
+        ({"experiment_latency_max_pps": 0}, "experiment_latency_max_pps: 0 is below 1"),
+        (
+            {"experiment_matrix": {"system": ["xdp"], "cores": [1], "packet_len": [64], "offered_mpps": [-2]}},
+            "offered_mpps: -2.0 is below 0; offered loads in Mpps",
+        ),
+        (
+            {"experiment_matrix": {"system": ["xdp"], "cores": [1], "packet_len": [64], "offered_mpps": [20]},
+             "experiment_link_speed_gbit": 10},
+            "offered_mpps: 20 is above the line rate of a 10 Gbit/s link (experiment_link_speed_gbit) at 64-byte frames",
+        ),
+        # addresses, MACs and ports distinct across the link
+        ({"xdplab_generator_ip": "198.18.0.2"}, "tg: xdplab_generator_ip: 198.18.0.2 is also dut's xdplab_dut_ip; every end"),
+        (
+            {"xdplab_generator_mac": "02:58:44:50:00:02"},
+            "tg: xdplab_generator_mac: 02:58:44:50:00:02 is also dut's xdplab_dut_mac; every end of the links",
+        ),
+        ({"xdplab_generator_rx_ip": "198.18.0.6"}, "tg: xdplab_generator_rx_ip: 198.18.0.6 is also dut's xdplab_dut_egress_ip"),
+        (
+            {"xdplab_dut_egress_interface": "veth-dut0"},
+            "dut: xdplab_dut_egress_interface: veth-dut0 is also dut's xdplab_dut_interface; the two ports",
+        ),
+        # the CPU roles disjoint (the DUT starts at CPU 1 in every layout of the virtual lab)
+        ({"xdplab_housekeeping_cpus": [1]}, "dut: xdplab_housekeeping_cpus: [1] overlaps dut's xdplab_dut_cpus"),
+        ({"xdplab_generator_cpus": [1]}, "tg: xdplab_generator_cpus: [1] overlaps dut's xdplab_dut_cpus"),
     ],
-)
+)  # fmt: skip
 def test_bad_matrix_is_refused_before_the_lab_is_built(extra, message, tmp_path):
     assert message in run_paper_drop(extra, tmp_path)
+
+
+def test_a_results_dir_that_is_a_file_is_refused_in_the_first_play(tmp_path):
+    afile = tmp_path / "results"
+    afile.write_text("not a directory")
+    out = run_paper_drop({}, tmp_path, results=afile)
+    assert (
+        "experiment_results_dir: %s is not a directory and cannot be created: %s is a file; give a directory for the "
+        "records (or set XDPLAB_RESULTS_DIR)" % (afile, afile)
+    ) in out
+    assert afile.read_text() == "not a directory"
 
 
 def test_every_wrong_field_at_once(tmp_path):

@@ -1,0 +1,604 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""An experiment's input, checked on the controller before anything changes (issue 26, item 6).
+
+``input_errors(options, matrix, dut, generator, impls, ...)`` takes the experiment's options (``experiment_*``), its
+matrix, the DUT's and its generator's inventory variables and the system implementations the trial runner knows, and
+returns every error at once: one string per wrong value, naming the host (where the field is a host's), the field
+and the value, and saying what to do. It reads no host; the one thing it looks at on the controller is where the
+results would go (the nearest existing parent of ``experiment_results_dir`` must be a writable directory), without
+creating anything. The role's tasks/validate.yml calls it through the filter ``xdplab.testbed.experiment_input_errors``.
+
+``field_errors(checks, host)`` is the generic part (one check per field: mac, ipv4, whole, cpu, number, choice), also
+the filter ``xdplab.testbed.field_errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+try:
+    import netaddr
+except ImportError:  # pragma: no cover - netaddr is in requirements.txt
+    netaddr = None
+
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_layout, _record
+from ansible_collections.xdplab.testbed.plugins.module_utils._cpus import CpuListError, format_cpu_list, parse_cpu_list
+
+_MAC_RE = re.compile(r"^[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}$")
+_WINDOW_RE = re.compile(r"^(default|[0-9]+([.][0-9]+)?[KMGkmg]?)$")
+
+
+class InputCheckError(ValueError):
+    """A check that is itself malformed (a bug of the caller, not bad input)."""
+
+
+def _need_netaddr():
+    if netaddr is None:
+        raise InputCheckError("the netaddr Python library is required: pip install netaddr")
+
+
+def valid_mac(value):
+    """True for a unicast 48-bit MAC written as six hex octets (02:58:44:50:00:01)."""
+    _need_netaddr()
+    if not isinstance(value, str) or not _MAC_RE.match(value.strip()):
+        return False
+    try:
+        eui = netaddr.EUI(value.strip())
+    except (netaddr.AddrFormatError, TypeError, ValueError):
+        return False
+    return eui.version == 48 and not int(eui.words[0]) & 1
+
+
+def valid_ipv4(value):
+    """True for a dotted-quad IPv4 address without prefix (198.18.0.1)."""
+    _need_netaddr()
+    try:
+        netaddr.IPAddress(str(value).strip(), version=4, flags=netaddr.INET_PTON)
+    except (netaddr.AddrFormatError, TypeError, ValueError):
+        return False
+    return True
+
+
+def valid_ipv4_interface(value):
+    """True for ADDRESS/PREFIX with a valid IPv4 address and prefix 1..32 (198.18.0.1/30)."""
+    text = str(value).strip()
+    if "/" not in text:
+        return False
+    addr, prefix = text.split("/", 1)
+    return bool(re.match(r"^\d{1,2}$", prefix)) and 1 <= int(prefix) <= 32 and valid_ipv4(addr)
+
+
+def _whole(value):
+    """An int from an int or a string of digits (not a bool, not a float); None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    return int(text) if re.match(r"^-?[0-9]+$", text) else None
+
+
+def _number(value):
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _mac_error(value):
+    if not isinstance(value, str) or not _MAC_RE.match(value.strip()):
+        return "%r is not a MAC address (six hex octets like 02:58:44:50:00:01)" % (value,)
+    if not valid_mac(value):
+        return "%s is a multicast MAC address; an interface needs a unicast one (first octet even, e.g. 02:58:44:50:00:01)" % (
+            value,
+        )
+    return None
+
+
+def _range_error(number, check):
+    lo, hi, above = check.get("min"), check.get("max"), check.get("above")
+    if lo is not None and number < lo:
+        return "%s is below %s" % (number, lo)
+    if above is not None and number <= above:
+        return "%s must be above %s" % (number, above)
+    if hi is not None and number > hi:
+        return "%s is above %s" % (number, hi)
+    return None
+
+
+def _one_error(kind, value, check):
+    """The error of one value of a check, or None."""
+    if kind == "mac":
+        return _mac_error(value)
+    if kind == "ipv4":
+        if valid_ipv4(value) and isinstance(value, str):
+            return None
+        return "%r is not an IPv4 address (four decimal octets like 198.18.0.1, without a prefix length)" % (value,)
+    if kind == "ipv4_interface":
+        if valid_ipv4_interface(value):
+            return None
+        return "%r is not an IPv4 ADDRESS/PREFIX (like 198.18.0.1/30, prefix 1 to 32)" % (value,)
+    if kind in ("whole", "cpu"):
+        number = _whole(value)
+        if number is None or (kind == "cpu" and number < 0):
+            return "%r is not %s" % (value, "a CPU number" if kind == "cpu" else "a whole number")
+        return _range_error(number, check)
+    if kind == "number":
+        number = _number(value)
+        if number is None:
+            return "%r is not a number" % (value,)
+        return _range_error(number, check)
+    if kind == "choice":
+        choices = check.get("choices") or []
+        if value in choices:
+            return None
+        return "%r is not one of %s" % (value, ", ".join(str(c) for c in choices))
+    raise InputCheckError("field_errors: unknown check kind %r" % (kind,))
+
+
+def field_errors(checks, host=None):
+    """Check inventory and experiment fields; one message per wrong value, naming the field and the value.
+
+    checks: a list of {field, value, kind, [min], [above], [max], [choices], [hint], [list], [non_empty]} where kind
+    is mac, ipv4, ipv4_interface, whole, cpu, number or choice (``above``: an exclusive minimum); with list true the
+    value is a list and each item is checked (cpus: also no CPU twice). Returns a list of 'HOST: FIELD: what is
+    wrong' ('FIELD: ...' without host).
+    """
+    if not isinstance(checks, list):
+        raise InputCheckError("field_errors: expects a list of checks, got %r" % (checks,))
+    errors = []
+    prefix = "%s: " % host if host else ""
+    for check in checks:
+        if not isinstance(check, dict) or "field" not in check or "kind" not in check:
+            raise InputCheckError("field_errors: each check needs field and kind, got %r" % (check,))
+        field, kind, value = check["field"], check["kind"], check.get("value")
+        hint = ("; %s" % check["hint"]) if check.get("hint") else ""
+        problems = []
+        if check.get("list"):
+            if isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple)):
+                problems.append("must be a list, got %r" % (value,))
+            elif not value and check.get("non_empty", True):
+                problems.append("is empty" if check.get("hint") else "is empty; list at least one value")
+            else:
+                seen = set()
+                for item in value:
+                    error = _one_error(kind, item, check)
+                    if error:
+                        problems.append(error)
+                    elif kind == "cpu":
+                        if _whole(item) in seen:
+                            problems.append("CPU %s is listed twice" % item)
+                        seen.add(_whole(item))
+        else:
+            error = _one_error(kind, value, check)
+            if error:
+                problems.append(error)
+        errors.extend("%s%s: %s%s" % (prefix, field, problem, hint) for problem in problems)
+    return errors
+
+
+# -- the experiment ------------------------------------------------------------------------------------------------
+#: the DUT's own fields: (field, kind, what to do)
+_DUT_FIELDS = (
+    ("xdplab_dut_mac", "mac", None),
+    ("xdplab_dut_ip", "ipv4", None),
+)
+#: the experiment's numeric options: (option, kind, range, what it is)
+_OPTIONS = (
+    ("experiment_warmup", "number", {"min": 0}, "seconds the generator runs before the first sample"),
+    ("experiment_interval", "number", {"above": 0}, "seconds between two samples of the counters"),
+    ("experiment_samples", "whole", {"min": 1}, "samples per window (the window is samples x interval)"),
+    ("experiment_generator_slack", "number", {"min": 0}, "seconds the generator runs past warm-up + window"),
+    ("experiment_window_lead", "number", {"above": 0}, "seconds from setting a forwarding window's start to it"),
+    ("experiment_kept_up_share", "number", {"above": 0, "max": 1},
+     "the share of the offered load a DUT must count to have kept up, in (0, 1]"),
+    ("experiment_latency_max_pps", "whole", {"min": 1}, "the stamping generator's ceiling in frames/s"),
+)  # fmt: skip
+
+
+_LINK_WHAT = "every end of the links the DUT and its generator share needs an %s of its own; give this end another one"
+_PORTS_WHAT = "the two ports the %s are two interfaces; name another port"
+
+
+def _json(value):
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _sub_matrices(matrix):
+    if isinstance(matrix, dict):
+        return [matrix]
+    if isinstance(matrix, (list, tuple)):
+        return list(matrix)
+    return [matrix]
+
+
+def matrix_error(matrix):
+    """The error of a matrix that is not a mapping {axis: [values]} with a system axis (or a list of them), or None."""
+    subs = _sub_matrices(matrix)
+    items = [(k, v) for sub in subs if isinstance(sub, dict) for k, v in sub.items()]
+    bad_axes = [k for k, v in items if isinstance(v, str) or not isinstance(v, (list, tuple)) or not v]
+    ok = bool(subs) and all(isinstance(s, dict) and s for s in subs) and not bad_axes and "system" in [k for k, _ in items]
+    if ok:
+        return None
+    if bad_axes:
+        why = "; axis %s is not a non-empty list" % ", ".join(dict.fromkeys(str(a) for a in bad_axes))
+    else:
+        why = " with a system axis"
+    return (
+        "experiment_matrix: must map each axis (system, cores, packet_len, ...) to a non-empty list, or be a list of "
+        "such mappings%s; got %s" % (why, _json(matrix))
+    )
+
+
+def axis(matrix, name, default=None):
+    """The values one axis takes anywhere in a (well-formed) matrix, first seen first; ``default`` where absent."""
+    seen = []
+    for sub in _sub_matrices(matrix):
+        for value in sub.get(name, [default] if default is not None else []):
+            if value not in seen:
+                seen.append(value)
+    return seen
+
+
+def _cpu_ints(value):
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [n for n in (_whole(c) for c in value) if n is not None and n >= 0]
+
+
+def _online_count(online):
+    if online is None or online == "":
+        return None
+    if isinstance(online, int) and not isinstance(online, bool):
+        return online
+    try:
+        return len(parse_cpu_list(online if isinstance(online, str) else ",".join(str(c) for c in online)))
+    except CpuListError:
+        return None
+
+
+def results_dir_error(results_dir, subdir=""):
+    """Why ``results_dir`` (with ``subdir``, the experiment's own directories under it) cannot hold records, or None.
+
+    An existing directory is used as it is; a path that does not exist is created by the run, so its nearest existing
+    parent must be a directory this user may write. Nothing is created here.
+    """
+    if not isinstance(results_dir, str) or not results_dir.strip():
+        return "experiment_results_dir: %s is not a path; give a directory for the records (or set XDPLAB_RESULTS_DIR)" % (
+            _json(results_dir),
+        )
+    path = os.path.abspath(os.path.join(os.path.expanduser(results_dir), subdir))
+    probe = path
+    while not os.path.lexists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if os.path.isdir(probe):
+        if probe == path or os.access(probe, os.W_OK | os.X_OK):
+            return None
+        return (
+            "experiment_results_dir: %s cannot be created: %s is a directory this user (uid %d) may not write; give "
+            "a directory you may write (or set XDPLAB_RESULTS_DIR)" % (results_dir, probe, os.getuid())
+        )
+    what = "a file" if os.path.exists(probe) else "a dangling link"
+    return (
+        "experiment_results_dir: %s is not a directory and cannot be created: %s is %s; give a directory for the "
+        "records (or set XDPLAB_RESULTS_DIR)" % (results_dir, probe, what)
+    )
+
+
+def _distinct_errors(ends, what, fmt):
+    """'HOST: FIELD: VALUE is also HOST's FIELD; what to do' for every value two ends share.
+
+    ends: (host, field, value); what: the words that say what to do; fmt: whether a value is one to compare."""
+    errors = []
+    seen = {}
+    for host, field, value in ends:
+        if value is None or value == "" or not fmt(value):
+            continue
+        key = str(value).strip().lower().replace("-", ":")
+        if key in seen:
+            other_host, other_field = seen[key]
+            errors.append("%s: %s: %s is also %s's %s; %s" % (host, field, value, other_host, other_field, what))
+        else:
+            seen[key] = (host, field)
+    return errors
+
+
+def input_errors(
+    options,
+    matrix,
+    dut,
+    generator,
+    impls,
+    backends=(),
+    touch_modes=(),
+    tcp_programs=(),
+    afxdp_binds=(),
+    generators=(),
+    vlab=(),
+    online_cpus=None,
+):
+    """Every error of an experiment's input, each naming the host (where it is a host's field), the field, the value
+    and what to do; an empty list when the input is right.
+
+    options: the experiment_* options (experiment_repetitions, experiment_systems, experiment_results_dir,
+    experiment_name, experiment_warmup, ...; a missing one is not checked).
+    matrix: experiment_matrix.
+    dut: the DUT's variables, with ``inventory_hostname`` (xdplab_dut_cpus, xdplab_dut_mac, xdplab_dut_ip,
+    xdplab_generator_host, xdplab_housekeeping_cpus, xdplab_dut_egress_*, ...; None or absent: not set).
+    generator: the generator host's variables (None: xdplab_generator_host is not a host of ``generators``).
+    impls: the system implementations the trial runner knows (each system's ``impl`` must be one).
+    backends, touch_modes, tcp_programs, afxdp_binds: the names the runner knows for those axes and fields.
+    generators: the hosts of the group generators; vlab: the hosts of the group vlab (one machine, the controller).
+    online_cpus: the online CPUs of the machine of a virtual lab (list, count or the kernel's text "0-3"): two of its
+    CPU roles may share a CPU only on 2 CPUs (module_utils/_cpu_layout.py).
+    """
+    options = options or {}
+    dut = dut or {}
+    host = dut.get("inventory_hostname") or "dut"
+    gen_host = dut.get("xdplab_generator_host")
+    gen = generator if isinstance(generator, dict) else None
+    systems = options.get("experiment_systems") or {}
+    errors = []
+
+    # the DUT's own fields
+    dut_checks = [
+        {"field": "xdplab_dut_cpus", "value": dut.get("xdplab_dut_cpus"), "kind": "cpu", "list": True,
+         "hint": "list the CPUs that receive traffic, one RX queue each"},
+        {"field": "xdplab_dut_mac", "value": dut.get("xdplab_dut_mac"), "kind": "mac"},
+        {"field": "xdplab_dut_ip", "value": dut.get("xdplab_dut_ip"), "kind": "ipv4"},
+        {"field": "xdplab_xdp_mode", "value": dut.get("xdplab_xdp_mode") or "native", "kind": "choice",
+         "choices": ["native", "skb", "hw"]},
+        {"field": "xdplab_dpdk_main_lcore", "value": _default(dut.get("xdplab_dpdk_main_lcore"), 0), "kind": "cpu"},
+    ]  # fmt: skip
+    for field, kind in (("xdplab_dut_egress_mac", "mac"), ("xdplab_dut_egress_ip", "ipv4")):
+        if dut.get(field) not in (None, ""):
+            dut_checks.append({"field": field, "value": dut.get(field), "kind": kind})
+    if dut.get("xdplab_housekeeping_cpus") is not None:
+        dut_checks.append({"field": "xdplab_housekeeping_cpus", "value": dut.get("xdplab_housekeeping_cpus"),
+                           "kind": "cpu", "list": True, "non_empty": False})  # fmt: skip
+    errors += field_errors(dut_checks, host)
+
+    # the generator's
+    if gen is not None:
+        gen_checks = [
+            {"field": "xdplab_generator_cpus", "value": _default(gen.get("xdplab_generator_cpus"), []), "kind": "cpu",
+             "list": True, "non_empty": False},
+        ]  # fmt: skip
+        for field, kind in (
+            ("xdplab_generator_mac", "mac"),
+            ("xdplab_generator_ip", "ipv4"),
+            ("xdplab_generator_rx_mac", "mac"),
+            ("xdplab_generator_rx_ip", "ipv4"),
+        ):
+            if gen.get(field) not in (None, ""):
+                gen_checks.append({"field": field, "value": gen.get(field), "kind": kind})
+        errors += field_errors(gen_checks, gen_host)
+
+    # the experiment's options
+    option_checks = [{"field": "experiment_repetitions", "value": options.get("experiment_repetitions"), "kind": "whole",
+                      "min": 1}] if "experiment_repetitions" in options else []  # fmt: skip
+    for field, kind, bounds, what in _OPTIONS:
+        if options.get(field) is not None:
+            option_checks.append({"field": field, "value": options[field], "kind": kind, "hint": what, **bounds})
+    errors += field_errors(option_checks)
+    if "experiment_results_dir" in options:
+        subdir = os.path.join(str(options.get("experiment_name") or ""), host) if options.get("experiment_name") else ""
+        error = results_dir_error(options.get("experiment_results_dir"), subdir)
+        if error:
+            errors.append(error)
+
+    # the matrix
+    error = matrix_error(matrix)
+    if error:
+        errors.append(error)
+    else:
+        errors += _matrix_errors(matrix, dut, gen, host, gen_host, systems, impls, touch_modes, tcp_programs,
+                                 afxdp_binds, vlab, options)  # fmt: skip
+
+    # the hosts that share a link: addresses and MACs of their own, two ports of one host never the same interface
+    if gen is not None:
+        ends = [
+            (host, "xdplab_dut_ip", dut.get("xdplab_dut_ip")),
+            (host, "xdplab_dut_egress_ip", dut.get("xdplab_dut_egress_ip")),
+            (gen_host, "xdplab_generator_ip", gen.get("xdplab_generator_ip")),
+            (gen_host, "xdplab_generator_rx_ip", gen.get("xdplab_generator_rx_ip")),
+        ]
+        errors += _distinct_errors(ends, _LINK_WHAT % "IPv4 address", valid_ipv4)
+        ends = [
+            (host, "xdplab_dut_mac", dut.get("xdplab_dut_mac")),
+            (host, "xdplab_dut_egress_mac", dut.get("xdplab_dut_egress_mac")),
+            (gen_host, "xdplab_generator_mac", gen.get("xdplab_generator_mac")),
+            (gen_host, "xdplab_generator_rx_mac", gen.get("xdplab_generator_rx_mac")),
+        ]
+        errors += _distinct_errors(ends, _LINK_WHAT % "MAC address", valid_mac)
+        errors += _distinct_errors(
+            [(gen_host, "xdplab_generator_interface", gen.get("xdplab_generator_interface")),
+             (gen_host, "xdplab_generator_rx_interface", gen.get("xdplab_generator_rx_interface"))],
+            _PORTS_WHAT % "generator sends on and receives on",
+            lambda v: isinstance(v, str),
+        )  # fmt: skip
+    errors += _distinct_errors(
+        [(host, "xdplab_dut_interface", dut.get("xdplab_dut_interface")),
+         (host, "xdplab_dut_egress_interface", dut.get("xdplab_dut_egress_interface"))],
+        _PORTS_WHAT % "DUT receives on and forwards out of",
+        lambda v: isinstance(v, str),
+    )  # fmt: skip
+
+    # the CPU roles: the DUT's, housekeeping's and (on one machine) the generator's never share (_cpu_layout's rules)
+    errors += _cpu_role_errors(dut, gen, host, gen_host, vlab, online_cpus)
+
+    # the generator host and its backend
+    if gen is None:
+        errors.append(
+            "%s: xdplab_generator_host: %s is not a host of the group generators (generators: %s)"
+            % (host, _json(gen_host), ", ".join(generators or []) or "none")
+        )
+    else:
+        if gen.get("xdplab_generator_interface") in (None, ""):
+            errors.append("%s: xdplab_generator_interface: not set; name the port the generator sends on" % gen_host)
+        backend = gen.get("xdplab_generator_backend")
+        if backend in (None, ""):
+            errors.append("%s: xdplab_generator_backend: not set (backends: %s)" % (gen_host, ", ".join(backends)))
+        elif backends and backend not in backends:
+            errors.append(
+                "%s: xdplab_generator_backend: '%s' is not a backend of xdplab.testbed.traffic_generator (known: %s)"
+                % (gen_host, backend, ", ".join(backends))
+            )
+    return errors
+
+
+def _default(value, default):
+    return default if value is None else value
+
+
+def _matrix_errors(matrix, dut, gen, host, gen_host, systems, impls, touch_modes, tcp_programs, afxdp_binds, vlab,
+                   options):  # fmt: skip
+    on_vlab = host in (vlab or ())
+    ax = {
+        "system": axis(matrix, "system"),
+        "cores": axis(matrix, "cores"),
+        "packet_len": axis(matrix, "packet_len"),
+        "touch": axis(matrix, "touch", "no_touch"),
+        "action": axis(matrix, "action", "drop"),
+        "offered_mpps": axis(matrix, "offered_mpps", 0),
+        "program": axis(matrix, "program", "none"),
+        "mode": axis(matrix, "mode", "rxdrop"),
+        "bind": axis(matrix, "bind", "drv_copy"),
+        "streams": axis(matrix, "streams", 1),
+        "window": axis(matrix, "window", "default"),
+    }
+    checks = [
+        {"field": "cores", "value": ax["cores"], "kind": "whole", "list": True, "min": 1,
+         "hint": "cores = stream_count of a trial, one flow per DUT core"},
+        {"field": "packet_len", "value": ax["packet_len"], "kind": "whole", "list": True, "min": 64, "max": 1518,
+         "hint": "Ethernet frame sizes, 64 to 1518"},
+        {"field": "touch", "value": ax["touch"], "kind": "choice", "list": True, "choices": list(touch_modes)},
+        {"field": "action", "value": ax["action"], "kind": "choice", "list": True,
+         "choices": ["drop", "pass", "tx", "redirect"]},
+        {"field": "offered_mpps", "value": ax["offered_mpps"], "kind": "number", "list": True, "min": 0,
+         "hint": "offered loads in Mpps, 0 = as fast as the generator can"},
+        {"field": "system", "value": ax["system"], "kind": "choice", "list": True, "choices": list(systems),
+         "hint": "the matrix's systems are names of experiment_systems"},
+        {"field": "program", "value": ax["program"], "kind": "choice", "list": True, "choices": list(tcp_programs),
+         "hint": "what the TCP system attaches to the DUT port"},
+        {"field": "mode", "value": ax["mode"], "kind": "choice", "list": True, "choices": ["rxdrop", "txpush", "l2fwd"],
+         "hint": "the AF_XDP benchmark (xdplab-xsk-bench --mode)"},
+        {"field": "bind", "value": ax["bind"], "kind": "choice", "list": True, "choices": list(afxdp_binds),
+         "hint": "XDP_SKB, XDP_DRV copy or XDP_DRV zero-copy"},
+        {"field": "streams", "value": ax["streams"], "kind": "whole", "list": True, "min": 1, "max": 128,
+         "hint": "parallel TCP streams of the iperf3 client"},
+    ]  # fmt: skip
+    errors = field_errors(checks)
+    if on_vlab and "drv_zerocopy" in ax["bind"]:
+        errors.append(
+            "%s: bind: drv_zerocopy: veth (the virtual lab's DUT port) has no AF_XDP zero-copy; drop it from the bind "
+            "axis (the report gives the reason in its cell)" % host
+        )
+    bad = [w for w in ax["window"] if not _WINDOW_RE.match(str(w))]
+    if bad:
+        errors.append(
+            "window: %s is not a size: give bytes with an optional K, M or G suffix (256K, 4M), or default for the "
+            "kernel's autotuning (iperf3 --window)" % _json(bad)
+        )
+    dut_cpus = dut.get("xdplab_dut_cpus")
+    is_list = isinstance(dut_cpus, (list, tuple))
+    used = [systems[s] for s in ax["system"] if isinstance(s, str) and s in systems and isinstance(systems[s], dict)]
+    same_machine = host in (vlab or ()) and gen_host in (vlab or ())
+    if gen is not None and same_machine and is_list and any(s.get("impl") == "tcp" for s in used):
+        client = gen.get("xdplab_iperf3_client_cpus")
+        client = _default(client, _default(gen.get("xdplab_generator_cpus"), []))
+        both = [c for c in _cpu_ints(client) if c in _cpu_ints(dut_cpus)]
+        if both:
+            errors.append(
+                "%s: xdplab_iperf3_client_cpus: %s overlaps the DUT CPUs %s (CPU %s) on the same machine: the client "
+                "would be measured as DUT load; give it CPUs outside xdplab_dut_cpus"
+                % (gen_host, _json(client), _json(dut_cpus), ", ".join(map(str, both)))
+            )
+    cores = [n for n in (_whole(c) for c in ax["cores"]) if n is not None]
+    if is_list and cores and max(cores) > len(dut_cpus):
+        errors.append(
+            "%s: cores: the matrix runs up to %d cores, but xdplab_dut_cpus lists %d CPU(s) (%s); lower the cores axis "
+            "or give the DUT more CPUs" % (host, max(cores), len(dut_cpus), _json(dut_cpus))
+        )
+    missing = [
+        "experiment_systems: %s: impl %s has no trial implementation (impls: %s)"
+        % (s, _json(_impl(systems[s])), ", ".join(impls))
+        for s in ax["system"]
+        if isinstance(s, str) and s in systems and _impl(systems[s]) not in impls
+    ]
+    if missing:
+        errors.append("; ".join(missing))
+    zerocopy = [s for s in ax["system"] if isinstance(s, str) and s in systems and isinstance(systems[s], dict)
+                and systems[s].get("copy_mode") == "zerocopy"]  # fmt: skip
+    if on_vlab and zerocopy:
+        errors.append(
+            "%s: system: %s: veth (the virtual lab's DUT port) has no AF_XDP zero-copy; use af_xdp_copy (AF_XDP copy "
+            "mode)" % (host, ", ".join(zerocopy))
+        )
+    errors += _line_rate_errors(matrix, options.get("experiment_link_speed_gbit"))
+    return errors
+
+
+def _impl(system):
+    impl = system.get("impl") if isinstance(system, dict) else None
+    return impl if impl not in (None, "") else "(none)"
+
+
+def _line_rate_errors(matrix, link_speed_gbit):
+    """Offered loads no link of that speed carries: above its line rate at the sub-matrix's smallest frames."""
+    speed = _number(link_speed_gbit)
+    if not speed or speed <= 0:
+        return []
+    errors = []
+    for sub in _sub_matrices(matrix):
+        sizes = [n for n in (_whole(p) for p in sub.get("packet_len", [64])) if n is not None and n >= 64]
+        loads = [x for x in (_number(m) for m in sub.get("offered_mpps", [])) if x is not None]
+        if not sizes or not loads:
+            continue
+        ceiling = _record.wire_pps(speed, min(sizes)) / 1e6
+        over = [x for x in loads if x > ceiling * 1.000001]
+        if over:
+            errors.append(
+                "offered_mpps: %s is above the line rate of a %s Gbit/s link (experiment_link_speed_gbit) at %d-byte "
+                "frames, %.3f Mpps; give loads at or below it, or 0 for as fast as the generator can"
+                % (", ".join("%g" % x for x in over), "%g" % speed, min(sizes), ceiling)
+            )
+    return errors
+
+
+def _cpu_role_errors(dut, gen, host, gen_host, vlab, online_cpus):
+    """The DUT's CPUs, housekeeping's (a DUT's variable: the controller's processes on that machine) and, where the
+    generator runs on the same machine (a virtual lab), the generator's senders: disjoint by _cpu_layout's rules."""
+    roles = {
+        "dut": (host, "xdplab_dut_cpus", dut.get("xdplab_dut_cpus")),
+        "housekeeping": (host, "xdplab_housekeeping_cpus", dut.get("xdplab_housekeeping_cpus")),
+    }
+    same_machine = host in (vlab or ()) and gen_host in (vlab or ())
+    if gen is not None and same_machine:
+        roles["generator"] = (gen_host, "xdplab_generator_cpus", gen.get("xdplab_generator_cpus"))
+    cpus = {role: _cpu_ints(value) for role, (_h, _f, value) in roles.items()}
+    online = _online_count(online_cpus) if same_machine else None
+    errors = []
+    for a, b, both in _cpu_layout.overlaps(cpus, online):
+        a_host, a_field, a_value = roles[a]
+        b_host, b_field, b_value = roles[b]
+        where = "on the same machine " if a_host != b_host else ""
+        errors.append(
+            "%s: %s: %s overlaps %s's %s %s %s(CPU %s): %s; give %s CPUs outside %s"
+            % (b_host, b_field, _json(b_value), a_host, a_field, _json(a_value), where, format_cpu_list(both),
+               _cpu_layout.OVERLAP_WHY, b_field, a_field)
+        )  # fmt: skip
+    return errors
