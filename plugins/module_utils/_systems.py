@@ -130,6 +130,13 @@ def kind_of(system, name="?"):
     return KINDS[impl]
 
 
+def _whole(value):
+    try:
+        return not isinstance(value, bool) and int(str(value)) >= 0
+    except ValueError:
+        return False
+
+
 def _int_list(values):
     return [int(v) for v in (values or [])]
 
@@ -325,7 +332,7 @@ def system_matrix(names, axes, systems, dut_cpus, dpdk_main_lcore=0):
         impl = (systems.get(name) or {}).get("impl")
         custom = bool((systems.get(name) or {}).get("custom"))
         groups.setdefault((impl, custom), []).append(name)
-    cpus = _int_list(dut_cpus)
+    cpus = [int(c) for c in (dut_cpus or []) if _whole(c)]
     usable_dpdk = len([c for c in cpus if c != int(dpdk_main_lcore or 0)])
     out = []
     for (impl, custom), members in groups.items():
@@ -339,7 +346,8 @@ def system_matrix(names, axes, systems, dut_cpus, dpdk_main_lcore=0):
             else:
                 sub[axis] = [AXIS_DEFAULTS.get(axis, values[0] if values else None)]
         if kind is not None and kind.excludes_main_lcore and "cores" in sub:
-            sub["cores"] = [c for c in sub["cores"] if int(c) <= usable_dpdk]
+            # a value that is not a whole number stays: the input checks name it
+            sub["cores"] = [c for c in sub["cores"] if not _whole(c) or int(c) <= usable_dpdk]
             if not sub["cores"]:
                 continue
         out.append(sub)

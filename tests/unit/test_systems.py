@@ -176,3 +176,9 @@ def test_needs_reads_the_kinds_preflight():
     assert not _systems.needs(["linux_raw", "xdp_tx"], b, "xdp_mode")
     assert _systems.needs(["dpdk_scalar"], b, "dpdk_port")
     assert not _systems.needs(["nope"], b, "dpdk_port")
+
+
+def test_system_matrix_leaves_bad_values_to_the_input_checks():
+    axes = {"action": ["drop"], "cores": ["two", 1, 3]}
+    m = _systems.system_matrix(["dpdk_vector", "nope"], axes, _builtin(), [1, "x", 2], 1)
+    assert m[0]["cores"] == ["two", 1] and m[1] == {"system": ["nope"], "action": ["drop"], "cores": ["two", 1, 3]}
