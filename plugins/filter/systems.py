@@ -10,7 +10,9 @@
 - ``names | system_matrix(axes, systems, dut_cpus, main_lcore)``: a matrix running each kind on its own axes;
 - ``matrix_systems | systems_need(systems, check)``: whether a preflight check applies;
 - ``none | system_kinds``: the kinds (task directories) the trial runner has;
-- ``system | kind_of``: the registry's entry for a system's kind.
+- ``system | kind_of``: the registry's entry for a system's kind;
+- ``system | forward_plan(...)``: what a forward-kind trial sets up for its forwarding mode;
+- ``xdplab_custom_systems | custom_programs``: the custom systems that are BPF objects, for the role bpf_programs.
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ def with_custom_systems(systems, custom=None, prefix="/usr/local/lib/xdplab"):
     return _systems.with_custom(systems, custom or {}, prefix)
 
 
+def custom_programs(custom):
+    return _systems.custom_programs(custom)
+
+
 def custom_system_errors(custom, systems):
     return _systems.custom_errors(custom or {}, systems)
 
@@ -53,6 +59,10 @@ def system_matrix(names, axes, systems, dut_cpus=(), dpdk_main_lcore=0):
 
 def systems_need(matrix_systems, systems, check):
     return _systems.needs(matrix_systems, systems, check)
+
+
+def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
+    return _systems.forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes)
 
 
 def kind_of(system, name="?"):
@@ -78,5 +88,7 @@ class FilterModule:
                 systems_need,
                 system_kinds,
                 kind_of,
+                forward_plan,
+                custom_programs,
             )
         }

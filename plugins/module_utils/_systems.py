@@ -58,6 +58,8 @@ class Kind:
     process_window_end: bool = False
     # the latency experiment's sink is on the DUT's ingress port (no DUT program in between)
     sink_at_dut: bool = False
+    # a custom system of this kind is a BPF object the role bpf_programs builds (source) or installs (object)
+    custom_bpf_object: bool = False
     # keys a custom system (xdplab_custom_systems) of this kind may have, with one sentence each; () = no custom
     # systems of this kind
     custom_keys: dict = field(default_factory=dict)
@@ -73,6 +75,7 @@ KINDS = {
             bpf_stats_when_paced=True,
             axes=("touch",),
             preflight=("xdp_mode",),
+            custom_bpf_object=True,
             custom_keys={
                 "kind": "xdp",
                 "source": "the program's C source on the controller, built on the target with the project's flags",
@@ -291,6 +294,18 @@ def custom_errors(custom, builtin):
     return errors
 
 
+def custom_programs(custom):
+    """The role bpf_programs' ``bpf_programs_custom``: ``[{name, source or object, program}]`` of every custom system
+    whose kind is a BPF object (Kind.custom_bpf_object) and that names a source or an object."""
+    out = []
+    for name, entry in (custom or {}).items():
+        if not isinstance(entry, dict) or entry.get("kind") not in KINDS:
+            continue
+        if KINDS[entry["kind"]].custom_bpf_object and (entry.get("source") or entry.get("object")):
+            out.append(dict({k: entry[k] for k in ("source", "object", "program") if k in entry}, name=name))
+    return out
+
+
 def custom_object_path(prefix, name):
     """Where the role bpf_programs installs a custom system's object on the target."""
     return f"{prefix}/lib/bpf/custom/{name}.bpf.o"
@@ -352,3 +367,38 @@ def system_matrix(names, axes, systems, dut_cpus, dpdk_main_lcore=0):
                 continue
         out.append(sub)
     return out
+
+
+# The forward kind's modes (a system's `forward`): the XDP program that forwards (its object under lib/bpf, program,
+# .rodata variables by name of __experiment_touch_modes/__experiment_count_modes, which of its maps the trial fills),
+# or the stack as a router (ip_forward, a route via the generator's receive address).
+FORWARD_MODES = {
+    "xdp_tx": {"object": "xdp_bench", "program": "xdp_bench_tx", "touch": "swapmac", "count": "driver"},
+    "xdp_redirect": {"object": "xdp_forward", "program": "xdp_fwd_redirect_map", "devmap": True},
+    "xdp_redirect_cpu": {"object": "xdp_redirect_cpu", "program": "xdp_redirect_cpu", "devmap": True, "cpumap": True},
+    "linux": {"router": True},
+}
+
+
+def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
+    """What a forward-kind trial sets up for its system's ``forward`` mode: ``{mode, router, xdp}`` where ``xdp`` is
+    xdp_program's object/program/variables/map_entries (None for the router), ``router`` True for the stack."""
+    mode = (system or {}).get("forward")
+    if mode not in FORWARD_MODES:
+        raise SystemsError(
+            f"experiment_systems: {system.get('name', '?')}: forward {mode!r} is not a forwarding mode of the forward "
+            f"kind ({', '.join(FORWARD_MODES)})"
+        )
+    spec = FORWARD_MODES[mode]
+    if spec.get("router"):
+        return {"mode": mode, "router": True, "xdp": None}
+    variables, maps = {}, {}
+    if "touch" in spec:
+        variables = {"touch_mode": touch_modes[spec["touch"]], "count_mode": count_modes[spec["count"]]}
+    if spec.get("cpumap"):
+        variables = {"remote_cpu": cpumap_cpu}
+        maps["cpu_map"] = {str(cpumap_cpu): {"qsize": system.get("cpumap_qsize", 2048), "program": "xdp_cpumap_fwd"}}
+    if spec.get("devmap"):
+        maps["tx_ports"] = {"0": egress}
+    xdp = {"object": spec["object"], "program": spec["program"], "variables": variables, "map_entries": maps}
+    return {"mode": mode, "router": False, "xdp": xdp}

@@ -65,7 +65,7 @@ def test_paper_forward_every_system_counted_where_frames_return(lab_playbook):
     assert by_system["xdp_tx"]["provenance"]["program"]["name"] == "xdp_bench_tx"
     # the stack as a router: no XDP program, the route it forwarded by
     linux = by_system["linux_forward"]["provenance"]["program"]
-    assert linux["name"] == "linux_forward" and " via " in linux["route"], linux
+    assert linux["name"] == "ip_forward" and " via " in linux["route"], linux
     # issue 28: the stack's own counters over the DUT's window. Every frame the DUT's port received reached IP and was
     # forwarded: until xdplab-trafficgen 0.4.0 the router's in-place changes (MACs, TTL) came back with the generator's
     # recycled page and 71 % of the frames were dropped as for another host, before IP counted them

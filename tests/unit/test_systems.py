@@ -182,3 +182,55 @@ def test_system_matrix_leaves_bad_values_to_the_input_checks():
     axes = {"action": ["drop"], "cores": ["two", 1, 3]}
     m = _systems.system_matrix(["dpdk_vector", "nope"], axes, _builtin(), [1, "x", 2], 1)
     assert m[0]["cores"] == ["two", 1] and m[1] == {"system": ["nope"], "action": ["drop"], "cores": ["two", 1, 3]}
+
+
+def test_forward_plan_by_mode():
+    touch, count = {"no_touch": 0, "read": 1, "swapmac": 2}, {"program": 0, "driver": 1}
+    b = _builtin()
+    tx = _systems.forward_plan(b["xdp_tx"], "veth-dut1", 0, touch, count)
+    assert tx["router"] is False and tx["xdp"] == {
+        "object": "xdp_bench",
+        "program": "xdp_bench_tx",
+        "variables": {"touch_mode": 2, "count_mode": 1},
+        "map_entries": {},
+    }
+    redirect = _systems.forward_plan(b["xdp_redirect"], "veth-dut1", 0, touch, count)["xdp"]
+    assert redirect["map_entries"] == {"tx_ports": {"0": "veth-dut1"}} and redirect["variables"] == {}
+    cpu = _systems.forward_plan(b["xdp_redirect_cpu"], "veth-dut1", 0, touch, count)["xdp"]
+    assert cpu["variables"] == {"remote_cpu": 0}
+    assert cpu["map_entries"] == {"cpu_map": {"0": {"qsize": 2048, "program": "xdp_cpumap_fwd"}}, "tx_ports": {"0": "veth-dut1"}}
+    assert _systems.forward_plan(b["linux_forward"], "veth-dut1", 0, touch, count) == {
+        "mode": "linux",
+        "router": True,
+        "xdp": None,
+    }
+    with pytest.raises(_systems.SystemsError, match="forward 'teleport' is not a forwarding mode"):
+        _systems.forward_plan({"forward": "teleport", "name": "x"}, "e", 0, touch, count)
+
+
+def test_no_system_or_kind_name_in_a_task_files_jinja():
+    """Issue 26: grep finds no system name in roles/experiment/tasks or in a Jinja expression of playbooks/."""
+    import glob
+    import re
+
+    names = set(_builtin()) | set(_systems.KINDS)
+    files = glob.glob(os.path.join(ROOT, "roles", "experiment", "tasks", "**", "*.yml"), recursive=True)
+    files += glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True)
+    for path in files:
+        with open(path) as fh:
+            text = "\n".join(line for line in fh if not line.lstrip().startswith("#"))
+        for expr in re.findall(r"\{\{.*?\}\}|\{%.*?%\}", text, flags=re.S):
+            for name in names:
+                assert f"'{name}'" not in expr and f'"{name}"' not in expr, f"{path}: {name} in {expr[:120]}"
+
+
+def test_custom_programs_are_the_bpf_object_kinds():
+    custom = {
+        "a": {"kind": "xdp", "source": "/s.c", "program": "p", "label": "A"},
+        "b": {"kind": "xdp", "object": "/o", "program": "q"},
+        "c": {"kind": "linux", "ruleset": "/r.nft"},
+        "d": "bad",
+        "e": {"kind": "xdp", "program": "x"},
+    }
+    assert _systems.custom_programs(custom) == [{"name": "a", "source": "/s.c", "program": "p"},
+                                                {"name": "b", "object": "/o", "program": "q"}]  # fmt: skip
