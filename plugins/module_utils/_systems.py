@@ -29,6 +29,8 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from ansible_collections.xdplab.testbed.plugins.module_utils import _netfilter
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -97,7 +99,17 @@ KINDS = {
             measure_provenance={"bind_mode": "bind_mode", "version": "version", "command": "command"},
             axes=("mode", "bind"),
         ),
-        Kind("linux", "the Linux stack dropping in netfilter (raw table, or after conntrack)", cpu_windowed=True),
+        Kind(
+            "linux",
+            "the Linux stack dropping in netfilter (raw table, after conntrack, or a user's nftables ruleset)",
+            cpu_windowed=True,
+            custom_keys={
+                "kind": "linux",
+                "ruleset": "an nftables ruleset file on the controller (nft -f syntax), loaded into the DUT's namespace; "
+                "counted by its drop rules that have a counter before the drop",
+                "label": "its name in tables and figures (default: the system's name)",
+            },
+        ),
         Kind(
             "forward",
             "forwarding back to the generator (XDP_TX, XDP_REDIRECT, cpumap, Linux ip_forward)",
@@ -237,6 +249,45 @@ def _sha256(path):
     return h.hexdigest()
 
 
+def _xdp_custom_errors(where, entry):
+    """A user's XDP program: one of source or object, a file each, the program's name, variables a mapping."""
+    errors = []
+    has_source, has_object = bool(entry.get("source")), bool(entry.get("object"))
+    if has_source == has_object:
+        errors.append(
+            f"{where}: give exactly one of source (a C file, built on the target) or object (a prebuilt "
+            f".bpf.o); got {'both' if has_source else 'neither'}"
+        )
+    for key in ("source", "object"):
+        path = entry.get(key)
+        if path and not os.path.isfile(str(path)):
+            errors.append(f"{where}: {key}: {path} is not a file on the controller")
+    if not entry.get("program"):
+        errors.append(f"{where}: program: missing; name the XDP program in the object (its function name)")
+    if entry.get("variables") is not None and not isinstance(entry.get("variables"), dict):
+        errors.append(f"{where}: variables: must be a mapping {{name: value}}, got {entry.get('variables')!r}")
+    return errors
+
+
+def _linux_custom_errors(where, entry):
+    """A user's nftables ruleset: a file on the controller that is plausibly one (_netfilter.nft_ruleset_problems)."""
+    path = entry.get("ruleset")
+    if not path:
+        return [f"{where}: ruleset: missing; name the nftables ruleset file (nft -f syntax) on the controller"]
+    if not os.path.isfile(str(path)):
+        return [f"{where}: ruleset: {path} is not a file on the controller"]
+    try:
+        with open(str(path), encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"{where}: ruleset: {path} is not a readable text file ({exc})"]
+    return [f"{where}: ruleset: {path} {problem}" for problem in _netfilter.nft_ruleset_problems(text)]
+
+
+# the checks of a custom system's entry by kind (the kinds with custom_keys)
+_CUSTOM_CHECKS = {"xdp": _xdp_custom_errors, "linux": _linux_custom_errors}
+
+
 def custom_errors(custom, builtin):
     """Every problem of ``xdplab_custom_systems`` (a mapping of name: entry), each naming the field and value.
 
@@ -267,20 +318,7 @@ def custom_errors(custom, builtin):
         unknown = sorted(set(entry) - set(allowed))
         if unknown:
             errors.append(f"{where}: unknown key(s) {', '.join(unknown)} (a {kind} system takes: {', '.join(allowed)})")
-        has_source, has_object = bool(entry.get("source")), bool(entry.get("object"))
-        if has_source == has_object:
-            errors.append(
-                f"{where}: give exactly one of source (a C file, built on the target) or object (a prebuilt "
-                f".bpf.o); got {'both' if has_source else 'neither'}"
-            )
-        for key in ("source", "object"):
-            path = entry.get(key)
-            if path and not os.path.isfile(str(path)):
-                errors.append(f"{where}: {key}: {path} is not a file on the controller")
-        if not entry.get("program"):
-            errors.append(f"{where}: program: missing; name the XDP program in the object (its function name)")
-        if entry.get("variables") is not None and not isinstance(entry.get("variables"), dict):
-            errors.append(f"{where}: variables: must be a mapping {{name: value}}, got {entry.get('variables')!r}")
+        errors += _CUSTOM_CHECKS[kind](where, entry)
     return errors
 
 
@@ -294,24 +332,50 @@ def with_custom(builtin, custom, prefix):
 
     A custom XDP system is counted by the driver's counters (the program needs no map); its entry carries the
     installed object on the target, the program, its variables and, for the record's provenance, the user's path
-    and its sha256. Raises SystemsError listing every problem (custom_errors)."""
+    and its sha256. A custom linux system (a user's nftables ruleset) carries the file's path, the tables it
+    declares and, in ``given``, the path and its sha256. Raises SystemsError listing every problem (custom_errors)."""
     errors = custom_errors(custom, builtin)
     if errors:
         raise SystemsError("; ".join(errors))
     merged = dict(builtin)
     for name, entry in (custom or {}).items():
-        given = entry.get("source") or entry.get("object")
-        merged[name] = {
-            "impl": entry["kind"],
-            "custom": True,
-            "count": "driver",
-            "label": entry.get("label", name),
-            "object": custom_object_path(prefix, name),
-            "program": entry["program"],
-            "variables": dict(entry.get("variables") or {}),
-            "given": {"source" if entry.get("source") else "object": str(given), "sha256": _sha256(given)},
-        }
+        merged[name] = _CUSTOM_ENTRIES[entry["kind"]](name, entry, prefix)
     return merged
+
+
+def _xdp_custom_entry(name, entry, prefix):
+    given = entry.get("source") or entry.get("object")
+    return {
+        "impl": entry["kind"],
+        "custom": True,
+        "count": "driver",
+        "label": entry.get("label", name),
+        "object": custom_object_path(prefix, name),
+        "program": entry["program"],
+        "variables": dict(entry.get("variables") or {}),
+        "given": {"source" if entry.get("source") else "object": str(given), "sha256": _sha256(given)},
+    }
+
+
+def _linux_custom_entry(name, entry, _prefix):
+    """A user's nftables ruleset: loaded as it is (mode ruleset), its tables (what teardown removes, what the
+    measure task counts in) read from the file here, once."""
+    path = str(entry["ruleset"])
+    with open(path, encoding="utf-8") as fh:
+        tables = _netfilter.nft_ruleset_tables(fh.read())
+    return {
+        "impl": entry["kind"],
+        "custom": True,
+        "mode": _netfilter.RULESET_MODE,
+        "label": entry.get("label", name),
+        "ruleset": path,
+        "tables": tables,
+        "given": {"ruleset": path, "sha256": _sha256(path)},
+    }
+
+
+# a custom system's entry in the run's systems, by kind
+_CUSTOM_ENTRIES = {"xdp": _xdp_custom_entry, "linux": _linux_custom_entry}
 
 
 def system_matrix(names, axes, systems, dut_cpus, dpdk_main_lcore=0):
