@@ -34,7 +34,9 @@ description:
     replacing every table it declares in the same transaction; it must have at least one rule that counts and then
     drops (C(counter drop)), else the module removes it again and fails. O(state=absent) with O(tables) (or
     O(ruleset)) deletes exactly the tables the ruleset declares. Loading that creates a table the ruleset does
-    not declare is undone and fails. The ruleset is nftables whatever O(backend) says.
+    not declare is undone and fails. O(state=present) always loads the ruleset again (its counters start at 0);
+    it reports a change when the tables' rules differ from before. The ruleset is nftables whatever O(backend)
+    says.
   - Every command is local to the network namespace the module runs in (C(ip netns exec), the
     C(xdplab.testbed.netns) connection).
 attributes:
