@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A user's system in one line of inventory (issue 26), end to end: the real playbooks/paper_drop.yml on
+inventories/vlab with ``xdplab_custom_systems`` naming a user's nftables ruleset (tests/integration/files/
+custom_drop.nft) beside the built-in linux_raw, one trial each (1 core, 1 repetition, 1 sample of 1 s). The custom
+system's record is ok, counted (> 0 pps) by the ruleset's own counted drop, and carries the file's sha256; afterwards
+no table of the ruleset is left in the DUT's namespace. Programs, packages and tuning are what the other lab tests
+installed (skipped here unless missing); no report. The namespaces are the vlab's fixed xdplab-tg / xdplab-dut: run
+under the lab lock. Root.
+"""
+
+import hashlib
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RULESET = os.path.join(ROOT, "tests", "integration", "files", "custom_drop.nft")
+DUT_NS = "xdplab-dut"
+
+
+@pytest.mark.root
+def test_paper_drop_runs_a_users_nftables_ruleset(lab_playbook):
+    with open(RULESET, "rb") as f:
+        sha256 = hashlib.sha256(f.read()).hexdigest()
+    extra = {
+        "xdplab_custom_systems": {"my_rules": {"kind": "linux", "ruleset": RULESET, "label": "my nft rules"}},
+        "xdplab_drop_systems": ["linux_raw"],
+        "paper_drop_cores": [1],
+        "paper_drop_repetitions": 1,
+        "experiment_samples": 1,
+        "experiment_warmup": 1,
+        "experiment_interval": 1,
+        "experiment_generator_slack": 5,
+        "experiment_drift_check": False,
+        "xdplab_testbed_dpdk": False,
+        "xdplab_testbed_tuning": False,
+    }
+    records = lab_playbook("paper_drop", extra, installed=("bin/xdplab-trafficgen",))
+    by_system = {r["point"]["system"]: r for r in records}
+    assert sorted(by_system) == ["linux_raw", "my_rules"], records
+    rec = by_system["my_rules"]
+    assert rec["status"] == "ok", rec.get("failure")
+    assert rec["result"]["pps"] > 0
+    assert rec["result"]["source"]["mode"] == "ruleset" and rec["result"]["source"]["table"] == "inet xdplab_user_drop"
+    program = rec["provenance"]["program"]
+    assert program["given"] == {"ruleset": RULESET, "sha256": sha256}
+    assert program["sha256"] == sha256 and program["tables"] == ["inet xdplab_user_drop"]
+    assert rec["provenance"]["system"]["label"] == "my nft rules"
+    assert by_system["linux_raw"]["status"] == "ok" and by_system["linux_raw"]["result"]["pps"] > 0
+    # teardown removed exactly the ruleset's tables (and linux_raw's own)
+    tables = subprocess.run(["ip", "netns", "exec", DUT_NS, "nft", "list", "tables"], capture_output=True, text=True,
+                            check=False).stdout  # fmt: skip
+    assert "xdplab_user_drop" not in tables, tables
