@@ -178,8 +178,10 @@ def test_needs_reads_the_kinds_preflight():
     assert not _systems.needs(["nope"], b, "dpdk_port")
 
 
-RULESET = "table inet my_drop {\n\tchain pre {\n\t\ttype filter hook prerouting priority raw; policy accept;\n" \
+RULESET = (
+    "table inet my_drop {\n\tchain pre {\n\t\ttype filter hook prerouting priority raw; policy accept;\n"
     "\t\tudp dport 12-75 counter drop\n\t}\n}\n"
+)
 
 
 def test_with_custom_adds_a_users_nftables_ruleset(tmp_path):
