@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import string
 from dataclasses import dataclass, field
 
 from ansible_collections.xdplab.testbed.plugins.module_utils import _netfilter
@@ -98,6 +99,12 @@ KINDS = {
             "the AF_XDP benchmark xdplab-xsk-bench on the DUT port's queues",
             measure_provenance={"bind_mode": "bind_mode", "version": "version", "command": "command"},
             axes=("mode", "bind"),
+            custom_keys={
+                "kind": "af_xdp",
+                "binary": "the user's AF_XDP program on the controller, copied to the DUT; one process per trial queue",
+                "args": "its arguments, a list; {interface}, {queue} and {cpu} are replaced per process",
+                "label": "its name in tables and figures (default: the system's name)",
+            },
         ),
         Kind(
             "linux",
@@ -284,8 +291,40 @@ def _linux_custom_errors(where, entry):
     return [f"{where}: ruleset: {path} {problem}" for problem in _netfilter.nft_ruleset_problems(text)]
 
 
+AFXDP_PLACEHOLDERS = ("interface", "queue", "cpu")
+
+
+def _af_xdp_custom_errors(where, entry):
+    """A user's AF_XDP binary: an executable file on the controller, args a list of strings whose placeholders are
+    {interface}, {queue} and {cpu}."""
+    errors = []
+    path = entry.get("binary")
+    if not path:
+        errors.append(f"{where}: binary: missing; name the AF_XDP program on the controller")
+    elif not os.path.isfile(str(path)):
+        errors.append(f"{where}: binary: {path} is not a file on the controller")
+    elif not os.access(str(path), os.X_OK):
+        errors.append(f"{where}: binary: {path} is not executable (chmod +x)")
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
+        return [*errors, f"{where}: args: must be a list of strings, got {args!r}"]
+    for arg in args:
+        try:
+            fields = [f for _lit, f, _spec, _conv in string.Formatter().parse(str(arg)) if f is not None]
+        except ValueError as exc:
+            errors.append(f"{where}: args: {arg!r}: {exc} (a doubled brace is a brace)")
+            continue
+        unknown = [f for f in fields if f not in AFXDP_PLACEHOLDERS]
+        if unknown:
+            errors.append(
+                f"{where}: args: {arg!r}: unknown placeholder(s) {', '.join(unknown)} "
+                f"(known: {', '.join('{' + p + '}' for p in AFXDP_PLACEHOLDERS)})"
+            )
+    return errors
+
+
 # the checks of a custom system's entry by kind (the kinds with custom_keys)
-_CUSTOM_CHECKS = {"xdp": _xdp_custom_errors, "linux": _linux_custom_errors}
+_CUSTOM_CHECKS = {"xdp": _xdp_custom_errors, "linux": _linux_custom_errors, "af_xdp": _af_xdp_custom_errors}
 
 
 def custom_errors(custom, builtin):
@@ -374,8 +413,28 @@ def _linux_custom_entry(name, entry, _prefix):
     }
 
 
+def custom_binary_path(prefix, name):
+    """Where the trial copies a custom AF_XDP system's binary on the target."""
+    return f"{prefix}/bin/custom/{name}"
+
+
+def _af_xdp_custom_entry(name, entry, prefix):
+    """A user's AF_XDP binary: copied to the target (binary), run once per queue with args, counted by the driver's
+    XDP_REDIRECT counters."""
+    path = str(entry["binary"])
+    return {
+        "impl": entry["kind"],
+        "custom": True,
+        "count": "driver",
+        "label": entry.get("label", name),
+        "binary": custom_binary_path(prefix, name),
+        "args": [str(a) for a in entry.get("args") or []],
+        "given": {"binary": path, "sha256": _sha256(path)},
+    }
+
+
 # a custom system's entry in the run's systems, by kind
-_CUSTOM_ENTRIES = {"xdp": _xdp_custom_entry, "linux": _linux_custom_entry}
+_CUSTOM_ENTRIES = {"xdp": _xdp_custom_entry, "linux": _linux_custom_entry, "af_xdp": _af_xdp_custom_entry}
 
 
 def system_matrix(names, axes, systems, dut_cpus, dpdk_main_lcore=0):

@@ -52,3 +52,42 @@ def test_paper_drop_runs_a_users_nftables_ruleset(lab_playbook):
     tables = subprocess.run(["ip", "netns", "exec", DUT_NS, "nft", "list", "tables"], capture_output=True, text=True,
                             check=False).stdout  # fmt: skip
     assert "xdplab_user_drop" not in tables, tables
+
+
+XSK_BENCH = "/usr/local/lib/xdplab/bin/xdplab-xsk-bench"
+
+
+@pytest.mark.root
+def test_paper_drop_runs_a_users_af_xdp_binary(lab_playbook, installed_programs):
+    """The project's own xdplab-xsk-bench given as a user's binary (one process per queue, placeholders filled in),
+    counted by the driver's XDP_REDIRECT counters; no process of it is left afterwards."""
+    if not installed_programs("bin/xdplab-xsk-bench"):
+        pytest.skip("xdplab-xsk-bench of this tree is not installed (the AF_XDP lab tests install it)")
+    with open(XSK_BENCH, "rb") as f:
+        sha256 = hashlib.sha256(f.read()).hexdigest()
+    args = ["--dev", "{interface}", "--queues", "{queue}", "--cpus", "{cpu}", "--copy", "--drv-mode", "--poll",
+            "--duration", "0"]  # fmt: skip
+    extra = {
+        "xdplab_custom_systems": {"my_xsk": {"kind": "af_xdp", "binary": XSK_BENCH, "args": args}},
+        "xdplab_drop_systems": [],
+        "paper_drop_cores": [1],
+        "paper_drop_repetitions": 1,
+        "experiment_samples": 1,
+        "experiment_warmup": 1,
+        "experiment_interval": 1,
+        "experiment_generator_slack": 5,
+        "experiment_drift_check": False,
+        "xdplab_testbed_dpdk": False,
+        "xdplab_testbed_tuning": False,
+    }
+    records = lab_playbook("paper_drop", extra, installed=("bin/xdplab-trafficgen", "bin/xdplab-xsk-bench"))
+    assert [r["point"]["system"] for r in records] == ["my_xsk"], records
+    rec = records[0]
+    assert rec["status"] == "ok", rec.get("failure")
+    assert rec["result"]["pps"] > 0
+    assert rec["result"]["source"]["kind"] == "driver_counters", rec["result"]["source"]
+    program = rec["provenance"]["program"]
+    assert program["given"] == {"binary": XSK_BENCH, "sha256": sha256}
+    assert program["command"][1:6] == ["--dev", "veth-dut0", "--queues", "0", "--cpus"], program
+    left = subprocess.run(["pgrep", "-f", "bin/custom/my_xsk"], capture_output=True, text=True, check=False).stdout
+    assert left == "", left
