@@ -246,3 +246,55 @@ def test_no_system_name_in_the_linux_kinds_task_files():
             text = fh.read()
         for name in names:
             assert f"'{name}'" not in text and f'"{name}"' not in text, f"linux/{phase} names the system {name}"
+
+
+def test_with_custom_adds_a_users_af_xdp_binary(tmp_path):
+    import hashlib
+
+    binary = tmp_path / "my_xsk"
+    binary.write_bytes(b"\x7fELF...")
+    binary.chmod(0o755)
+    custom = {"my_xsk": {"kind": "af_xdp", "binary": str(binary), "args": ["--dev", "{interface}", "-q", "{queue}", 3]}}
+    merged = _systems.with_custom(_builtin(), custom, "/opt/x")
+    assert merged["my_xsk"] == {
+        "impl": "af_xdp",
+        "custom": True,
+        "count": "driver",
+        "label": "my_xsk",
+        "binary": "/opt/x/bin/custom/my_xsk",
+        "args": ["--dev", "{interface}", "-q", "{queue}", "3"],
+        "given": {"binary": str(binary), "sha256": hashlib.sha256(b"\x7fELF...").hexdigest()},
+    }
+    t = _systems.trial_values(_planned(system="my_xsk"), merged, SETTINGS)
+    assert t["kind"] == "af_xdp" and t["custom"] is True and t["cpu_windowed"] is False
+    axes = {"action": ["drop"], "mode": ["rxdrop", "l2fwd"], "bind": ["skb", "drv_copy"], "cores": [1]}
+    (sub,) = _systems.system_matrix(["my_xsk"], axes, merged, [1, 2, 3], 0)
+    assert sub["mode"] == ["rxdrop"] and sub["bind"] == ["drv_copy"], "a user's binary has no mode or bind axis"
+
+
+def test_custom_af_xdp_errors_name_the_field_and_the_value(tmp_path):
+    binary = tmp_path / "b"
+    binary.write_text("x")
+    binary.chmod(0o644)
+    cases = {
+        "a": ({"kind": "af_xdp"}, "binary: missing"),
+        "b": ({"kind": "af_xdp", "binary": "/nonexistent/b"}, "binary: /nonexistent/b is not a file on the controller"),
+        "c": ({"kind": "af_xdp", "binary": str(binary)}, "is not executable"),
+        "d": ({"kind": "af_xdp", "binary": str(binary), "args": "--dev x"}, "args: must be a list of strings"),
+        "e": ({"kind": "af_xdp", "binary": str(binary), "args": ["{iface}"]}, "unknown placeholder(s) iface"),
+        "f": ({"kind": "af_xdp", "binary": str(binary), "args": ["{queue"]}, "args: '{queue'"),
+    }
+    for name, (entry, expected) in cases.items():
+        errors = _systems.custom_errors({name: entry}, _builtin())
+        assert any(expected in e and f"xdplab_custom_systems: {name}" in e for e in errors), (name, errors)
+    binary.chmod(0o755)
+    assert _systems.custom_errors({"ok": {"kind": "af_xdp", "binary": str(binary), "args": ["{cpu}"]}}, _builtin()) == []
+
+
+def test_no_system_name_in_the_af_xdp_kinds_dispatch():
+    kind_dir = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", "af_xdp")
+    for phase in ("setup.yml", "measure.yml", "teardown.yml", "user_setup.yml", "user_measure.yml"):
+        with open(os.path.join(kind_dir, phase)) as fh:
+            text = fh.read()
+        for name in _builtin():
+            assert f"'{name}'" not in text and f'"{name}"' not in text, f"af_xdp/{phase} names the system {name}"
