@@ -34,6 +34,7 @@ attributes:
     description: Says what it would run or stop, and does nothing.
   diff_mode:
     support: none
+    description: Nothing to compare; it starts and stops processes.
 options:
   state:
     description: Whether the processes run.
