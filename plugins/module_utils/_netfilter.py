@@ -506,3 +506,183 @@ def softnet_delta(before, after):
         if cpu in before:
             out[cpu] = {k: (now[k] - before[cpu][k]) % (1 << 32) for k in now}
     return out
+
+
+# ---- a user's nftables ruleset (a custom system of kind linux, issue 26) -------------------------------------
+#
+# The ruleset is the user's file, loaded into the DUT's namespace as it is (nft -f) with every table it declares
+# replaced in the same transaction; it is counted by its drop rules that have a counter before the drop, and removed
+# by deleting exactly the tables it declares (the module checks that loading it created no other).
+
+RULESET_MODE = "ruleset"
+NFT_ALL_FAMILIES = ("ip", "ip6", "inet", "arp", "bridge", "netdev")
+# a table declaration at the start of a statement: `table [family] name`, `add table ...`, `create table ...`
+_NFT_TABLE_DECL = re.compile(
+    r"(?:^|;)[ \t]*(?:(?:add|create)[ \t]+)?table[ \t]+(?:(ip6|ip|inet|arp|bridge|netdev)[ \t]+)?"
+    r"([A-Za-z_][A-Za-z0-9_.-]*)",
+    re.M,
+)
+# statements a ruleset loaded for a trial may not have: they change or read what is not its own
+_NFT_REFUSED = (
+    (re.compile(r"(?:^|;)[ \t]*flush[ \t]+ruleset\b", re.M), "flush ruleset (it would remove every table of the DUT)"),
+    (re.compile(r"(?:^|;)[ \t]*include[ \t]", re.M), "include (only the file's own text is copied to the DUT)"),
+    (re.compile(r"(?:^|;)[ \t]*(?:delete|destroy)[ \t]+table\b", re.M), "delete table (tables it does not declare stay)"),
+)
+RULESET_MAX_BYTES = 1 << 20
+
+
+def nft_strip_comments(text):
+    """The ruleset without its comments (``#`` to the end of the line, outside double quotes)."""
+    out = []
+    for line in text.splitlines():
+        quoted = False
+        for i, ch in enumerate(line):
+            if ch == '"':
+                quoted = not quoted
+            elif ch == "#" and not quoted:
+                line = line[:i]
+                break
+        out.append(line)
+    return "\n".join(out)
+
+
+def nft_ruleset_tables(text):
+    """The tables a ruleset declares, as ``family name`` (nft's default family: ip), each once, in order."""
+    tables = []
+    for family, name in _NFT_TABLE_DECL.findall(nft_strip_comments(text)):
+        table = f"{family or 'ip'} {name}"
+        if table not in tables:
+            tables.append(table)
+    return tables
+
+
+def nft_ruleset_problems(text):
+    """What makes a text no plausible ruleset for a trial (no host needed; nft itself checks the syntax on load)."""
+    if not isinstance(text, str) or not text.strip():
+        return ["is empty"]
+    if len(text.encode("utf-8")) > RULESET_MAX_BYTES:
+        return [f"is larger than {RULESET_MAX_BYTES} bytes"]
+    code = nft_strip_comments(text)
+    problems = []
+    if not nft_ruleset_tables(text):
+        problems.append("declares no table (write `table inet NAME { chain ... }`)")
+    for pattern, what in _NFT_REFUSED:
+        if pattern.search(code):
+            problems.append(f"has {what}; remove it")
+    if code.count("{") != code.count("}"):
+        problems.append(f"has unbalanced braces ({code.count('{')} '{{', {code.count('}')} '}}')")
+    return problems
+
+
+def nft_table_key(table):
+    """'inet foo' -> ('inet', 'foo'); raises on anything else."""
+    parts = str(table).split()
+    if len(parts) != 2 or parts[0] not in NFT_ALL_FAMILIES or not re.match(r"^[A-Za-z_][A-Za-z0-9_.-]*$", parts[1]):
+        raise NetfilterError(f"table {table!r} is not 'FAMILY NAME' (families: {', '.join(NFT_ALL_FAMILIES)})")
+    return parts[0], parts[1]
+
+
+def nft_tables_of(doc):
+    """``nft -j list tables`` (or list ruleset) -> the set of 'family name'."""
+    if isinstance(doc, str):
+        doc = json.loads(doc) if doc.strip() else {}
+    return {f"{i['table']['family']} {i['table']['name']}" for i in doc.get("nftables", []) if "table" in i}
+
+
+def nft_counted_drops(doc, tables):
+    """The rules of ``tables`` (from ``nft -j list ruleset``) that count and then drop: a counter statement with
+    its values (an anonymous counter) before the drop verdict. [{table, chain, handle, packets, bytes, iifname}]."""
+    if isinstance(doc, str):
+        doc = json.loads(doc) if doc.strip() else {}
+    wanted = set(tables)
+    rows = []
+    for item in doc.get("nftables", []):
+        rule = item.get("rule")
+        if not rule or f"{rule.get('family')} {rule.get('table')}" not in wanted:
+            continue
+        expr = rule.get("expr") or []
+        drop = next((i for i, e in enumerate(expr) if isinstance(e, dict) and "drop" in e), None)
+        counter = next((i for i, e in enumerate(expr) if isinstance(e, dict) and isinstance(e.get("counter"), dict)), None)
+        if drop is None or counter is None or counter > drop:
+            continue
+        iif = next(
+            (
+                e["match"]["right"]
+                for e in expr
+                if isinstance(e, dict)
+                and "match" in e
+                and e["match"].get("left") == {"meta": {"key": "iifname"}}
+                and isinstance(e["match"].get("right"), str)
+            ),
+            None,
+        )
+        rows.append(
+            {
+                "table": f"{rule['family']} {rule['table']}",
+                "chain": rule.get("chain"),
+                "handle": rule.get("handle"),
+                "packets": expr[counter]["counter"].get("packets", 0),
+                "bytes": expr[counter]["counter"].get("bytes", 0),
+                "iifname": iif,
+            }
+        )
+    return rows
+
+
+def nft_ruleset_load_script(text, tables):
+    """One transaction: declare each table (so delete cannot fail), delete it, then the user's ruleset."""
+    return "".join(f"table {t}\ndelete table {t}\n" for t in tables) + text.rstrip("\n") + "\n"
+
+
+class NftRuleset:
+    """A user's ruleset in the namespace (nftables only): load it, read its counted drops, remove its tables."""
+
+    name = "nftables"
+
+    def __init__(self, run, binary):
+        self.run, self.nft = run, binary
+
+    def version(self):
+        return _check(self.run, [self.nft, "--version"]).strip()
+
+    def tables(self):
+        return nft_tables_of(_check(self.run, [self.nft, "-j", "list", "tables"]))
+
+    def text(self, tables):
+        """Stateless listing of those of ``tables`` that exist ('' when none)."""
+        present = self.tables()
+        out = []
+        for t in tables:
+            if t in present:
+                out.append(_check(self.run, [self.nft, "-s", "list", "table", *nft_table_key(t)]))
+        return "".join(out)
+
+    def check(self, text, tables):
+        _check(self.run, [self.nft, "-c", "-f", "-"], data=nft_ruleset_load_script(text, tables))
+
+    def load(self, text, tables):
+        _check(self.run, [self.nft, "-f", "-"], data=nft_ruleset_load_script(text, tables))
+
+    def remove(self, tables):
+        """Delete those of ``tables`` that exist, in one transaction; returns the ones deleted."""
+        gone = [t for t in tables if t in self.tables()]
+        if gone:
+            _check(self.run, [self.nft, "-f", "-"], data="".join(f"delete table {t}\n" for t in gone))
+        return gone
+
+    def drops(self, tables):
+        return nft_counted_drops(_check(self.run, [self.nft, "-j", "list", "ruleset"]), tables)
+
+    def counters(self, tables):
+        """(packets, bytes, mode, interface) summed over the counted drop rules of ``tables``."""
+        rows = self.drops(tables)
+        if not rows:
+            missing = sorted(set(tables) - self.tables())
+            if missing:
+                raise NetfilterError(
+                    f"table(s) {', '.join(missing)} do not exist; load the ruleset with "
+                    f"xdplab.testbed.netfilter_drop (mode: ruleset)"
+                )
+            raise NetfilterError(f"the ruleset's tables ({', '.join(tables)}) have no drop rule with a counter before the drop")
+        iif = next((r["iifname"] for r in rows if r["iifname"]), None)
+        return sum(r["packets"] for r in rows), sum(r["bytes"] for r in rows), RULESET_MODE, iif

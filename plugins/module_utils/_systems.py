@@ -27,7 +27,10 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import string
 from dataclasses import dataclass, field
+
+from ansible_collections.xdplab.testbed.plugins.module_utils import _netfilter
 
 
 @dataclass(frozen=True)
@@ -99,8 +102,24 @@ KINDS = {
             "the AF_XDP benchmark xdplab-xsk-bench on the DUT port's queues",
             measure_provenance={"bind_mode": "bind_mode", "version": "version", "command": "command"},
             axes=("mode", "bind"),
+            custom_keys={
+                "kind": "af_xdp",
+                "binary": "the user's AF_XDP program on the controller, copied to the DUT; one process per trial queue",
+                "args": "its arguments, a list; {interface}, {queue} and {cpu} are replaced per process",
+                "label": "its name in tables and figures (default: the system's name)",
+            },
         ),
-        Kind("linux", "the Linux stack dropping in netfilter (raw table, or after conntrack)", cpu_windowed=True),
+        Kind(
+            "linux",
+            "the Linux stack dropping in netfilter (raw table, after conntrack, or a user's nftables ruleset)",
+            cpu_windowed=True,
+            custom_keys={
+                "kind": "linux",
+                "ruleset": "an nftables ruleset file on the controller (nft -f syntax), loaded into the DUT's namespace; "
+                "counted by its drop rules that have a counter before the drop",
+                "label": "its name in tables and figures (default: the system's name)",
+            },
+        ),
         Kind(
             "forward",
             "forwarding back to the generator (XDP_TX, XDP_REDIRECT, cpumap, Linux ip_forward)",
@@ -247,6 +266,77 @@ def _sha256(path):
     return h.hexdigest()
 
 
+def _xdp_custom_errors(where, entry):
+    """A user's XDP program: one of source or object, a file each, the program's name, variables a mapping."""
+    errors = []
+    has_source, has_object = bool(entry.get("source")), bool(entry.get("object"))
+    if has_source == has_object:
+        errors.append(
+            f"{where}: give exactly one of source (a C file, built on the target) or object (a prebuilt "
+            f".bpf.o); got {'both' if has_source else 'neither'}"
+        )
+    for key in ("source", "object"):
+        path = entry.get(key)
+        if path and not os.path.isfile(str(path)):
+            errors.append(f"{where}: {key}: {path} is not a file on the controller")
+    if not entry.get("program"):
+        errors.append(f"{where}: program: missing; name the XDP program in the object (its function name)")
+    if entry.get("variables") is not None and not isinstance(entry.get("variables"), dict):
+        errors.append(f"{where}: variables: must be a mapping {{name: value}}, got {entry.get('variables')!r}")
+    return errors
+
+
+def _linux_custom_errors(where, entry):
+    """A user's nftables ruleset: a file on the controller that is plausibly one (_netfilter.nft_ruleset_problems)."""
+    path = entry.get("ruleset")
+    if not path:
+        return [f"{where}: ruleset: missing; name the nftables ruleset file (nft -f syntax) on the controller"]
+    if not os.path.isfile(str(path)):
+        return [f"{where}: ruleset: {path} is not a file on the controller"]
+    try:
+        with open(str(path), encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"{where}: ruleset: {path} is not a readable text file ({exc})"]
+    return [f"{where}: ruleset: {path} {problem}" for problem in _netfilter.nft_ruleset_problems(text)]
+
+
+AFXDP_PLACEHOLDERS = ("interface", "queue", "cpu")
+
+
+def _af_xdp_custom_errors(where, entry):
+    """A user's AF_XDP binary: an executable file on the controller, args a list of strings whose placeholders are
+    {interface}, {queue} and {cpu}."""
+    errors = []
+    path = entry.get("binary")
+    if not path:
+        errors.append(f"{where}: binary: missing; name the AF_XDP program on the controller")
+    elif not os.path.isfile(str(path)):
+        errors.append(f"{where}: binary: {path} is not a file on the controller")
+    elif not os.access(str(path), os.X_OK):
+        errors.append(f"{where}: binary: {path} is not executable (chmod +x)")
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
+        return [*errors, f"{where}: args: must be a list of strings, got {args!r}"]
+    for arg in args:
+        try:
+            fields = [f for _lit, f, _spec, _conv in string.Formatter().parse(str(arg)) if f is not None]
+        except ValueError as exc:
+            errors.append(f"{where}: args: {arg!r}: {exc} (a doubled brace is a brace)")
+            continue
+        unknown = [f for f in fields if f not in AFXDP_PLACEHOLDERS]
+        if unknown:
+            errors.append(
+                f"{where}: args: {arg!r}: unknown placeholder(s) {', '.join(unknown)} "
+                f"(known: {', '.join('{' + p + '}' for p in AFXDP_PLACEHOLDERS)})"
+            )
+    return errors
+
+
+# the checks of a custom system's entry by kind (the kinds with custom_keys)
+_CUSTOM_CHECKS = {"xdp": _xdp_custom_errors, "linux": _linux_custom_errors, "af_xdp": _af_xdp_custom_errors}
+
+
 def custom_errors(custom, builtin):
     """Every problem of ``xdplab_custom_systems`` (a mapping of name: entry), each naming the field and value.
 
@@ -277,20 +367,7 @@ def custom_errors(custom, builtin):
         unknown = sorted(set(entry) - set(allowed))
         if unknown:
             errors.append(f"{where}: unknown key(s) {', '.join(unknown)} (a {kind} system takes: {', '.join(allowed)})")
-        has_source, has_object = bool(entry.get("source")), bool(entry.get("object"))
-        if has_source == has_object:
-            errors.append(
-                f"{where}: give exactly one of source (a C file, built on the target) or object (a prebuilt "
-                f".bpf.o); got {'both' if has_source else 'neither'}"
-            )
-        for key in ("source", "object"):
-            path = entry.get(key)
-            if path and not os.path.isfile(str(path)):
-                errors.append(f"{where}: {key}: {path} is not a file on the controller")
-        if not entry.get("program"):
-            errors.append(f"{where}: program: missing; name the XDP program in the object (its function name)")
-        if entry.get("variables") is not None and not isinstance(entry.get("variables"), dict):
-            errors.append(f"{where}: variables: must be a mapping {{name: value}}, got {entry.get('variables')!r}")
+        errors += _CUSTOM_CHECKS[kind](where, entry)
     return errors
 
 
@@ -316,24 +393,70 @@ def with_custom(builtin, custom, prefix):
 
     A custom XDP system is counted by the driver's counters (the program needs no map); its entry carries the
     installed object on the target, the program, its variables and, for the record's provenance, the user's path
-    and its sha256. Raises SystemsError listing every problem (custom_errors)."""
+    and its sha256. A custom linux system (a user's nftables ruleset) carries the file's path, the tables it
+    declares and, in ``given``, the path and its sha256. Raises SystemsError listing every problem (custom_errors)."""
     errors = custom_errors(custom, builtin)
     if errors:
         raise SystemsError("; ".join(errors))
     merged = dict(builtin)
     for name, entry in (custom or {}).items():
-        given = os.path.normpath(str(entry.get("source") or entry.get("object")))
-        merged[name] = {
-            "impl": entry["kind"],
-            "custom": True,
-            "count": "driver",
-            "label": entry.get("label", name),
-            "object": custom_object_path(prefix, name),
-            "program": entry["program"],
-            "variables": dict(entry.get("variables") or {}),
-            "given": {"source" if entry.get("source") else "object": str(given), "sha256": _sha256(given)},
-        }
+        merged[name] = _CUSTOM_ENTRIES[entry["kind"]](name, entry, prefix)
     return merged
+
+
+def _xdp_custom_entry(name, entry, prefix):
+    given = os.path.normpath(str(entry.get("source") or entry.get("object")))
+    return {
+        "impl": entry["kind"],
+        "custom": True,
+        "count": "driver",
+        "label": entry.get("label", name),
+        "object": custom_object_path(prefix, name),
+        "program": entry["program"],
+        "variables": dict(entry.get("variables") or {}),
+        "given": {"source" if entry.get("source") else "object": str(given), "sha256": _sha256(given)},
+    }
+
+
+def _linux_custom_entry(name, entry, _prefix):
+    """A user's nftables ruleset: loaded as it is (mode ruleset), its tables (what teardown removes, what the
+    measure task counts in) read from the file here, once."""
+    path = os.path.normpath(str(entry["ruleset"]))
+    with open(path, encoding="utf-8") as fh:
+        tables = _netfilter.nft_ruleset_tables(fh.read())
+    return {
+        "impl": entry["kind"],
+        "custom": True,
+        "mode": _netfilter.RULESET_MODE,
+        "label": entry.get("label", name),
+        "ruleset": path,
+        "tables": tables,
+        "given": {"ruleset": path, "sha256": _sha256(path)},
+    }
+
+
+def custom_binary_path(prefix, name):
+    """Where the trial copies a custom AF_XDP system's binary on the target."""
+    return f"{prefix}/bin/custom/{name}"
+
+
+def _af_xdp_custom_entry(name, entry, prefix):
+    """A user's AF_XDP binary: copied to the target (binary), run once per queue with args, counted by the driver's
+    XDP_REDIRECT counters."""
+    path = os.path.normpath(str(entry["binary"]))
+    return {
+        "impl": entry["kind"],
+        "custom": True,
+        "count": "driver",
+        "label": entry.get("label", name),
+        "binary": custom_binary_path(prefix, name),
+        "args": [str(a) for a in entry.get("args") or []],
+        "given": {"binary": path, "sha256": _sha256(path)},
+    }
+
+
+# a custom system's entry in the run's systems, by kind
+_CUSTOM_ENTRIES = {"xdp": _xdp_custom_entry, "linux": _linux_custom_entry, "af_xdp": _af_xdp_custom_entry}
 
 
 def system_matrix(names, axes, systems, dut_cpus, dpdk_main_lcore=0):

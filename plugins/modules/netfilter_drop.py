@@ -30,6 +30,13 @@ description:
     O(state=absent) removes only the module's own table or chains, never other rules. Objects of the other
     backend with the same name are removed too when that backend's command is installed, so only one drop
     is in place.
+  - O(mode=ruleset) loads a user's nftables ruleset (O(ruleset), the text of an C(nft -f) file) instead, as it is,
+    replacing every table it declares in the same transaction; it must have at least one rule that counts and then
+    drops (C(counter drop)), else the module removes it again and fails. O(state=absent) with O(tables) (or
+    O(ruleset)) deletes exactly the tables the ruleset declares. Loading that creates a table the ruleset does
+    not declare is undone and fails. O(state=present) always loads the ruleset again (its counters start at 0);
+    it reports a change when the tables' rules differ from before. The ruleset is nftables whatever O(backend)
+    says.
   - Every command is local to the network namespace the module runs in (C(ip netns exec), the
     C(xdplab.testbed.netns) connection).
 attributes:
@@ -51,10 +58,25 @@ options:
     choices: [nftables, iptables]
     default: nftables
   mode:
-    description: Drop before (C(raw)) or after (C(conntrack)) connection tracking.
+    description:
+      - Drop before (C(raw)) or after (C(conntrack)) connection tracking, or load the user's O(ruleset)
+        (C(ruleset)).
     type: str
-    choices: [raw, conntrack]
+    choices: [raw, conntrack, ruleset]
     default: raw
+  ruleset:
+    description:
+      - With O(mode=ruleset), the text of the user's nftables ruleset (C(nft -f) syntax, no C(include), no
+        C(flush ruleset), no C(delete table)). Required with O(mode=ruleset) and O(state=present).
+      - With O(state=absent), the tables it declares are deleted (when O(tables) is not given).
+    type: str
+  tables:
+    description:
+      - The tables of the user's ruleset as C(FAMILY NAME) (for example C(inet my_drop)).
+      - With O(state=present) and O(mode=ruleset), when given, they must be the tables O(ruleset) declares.
+      - With O(state=absent), exactly these tables are deleted (those that exist); nothing else is touched.
+    type: list
+    elements: str
   table:
     description: Name of the nftables table (family inet) or of the iptables user chain.
     type: str
@@ -87,7 +109,7 @@ options:
     default: iptables
 requirements:
   - root in the DUT's network namespace
-  - Debian package C(nftables) (O(backend=nftables)) or C(iptables) (O(backend=iptables))
+  - Debian package C(nftables) (O(backend=nftables), O(mode=ruleset)) or C(iptables) (O(backend=iptables))
   - a kernel with nf_tables (or x_tables) and nf_conntrack (built in or loadable)
 seealso:
   - module: xdplab.testbed.netfilter_stats
@@ -112,6 +134,17 @@ EXAMPLES = r"""
 - name: Remove it
   xdplab.testbed.netfilter_drop:
     state: absent
+
+- name: Load a user's ruleset (it declares table inet my_drop)
+  xdplab.testbed.netfilter_drop:
+    mode: ruleset
+    interface: dut0
+    ruleset: "{{ lookup('ansible.builtin.file', 'my_drop.nft') }}"
+
+- name: Remove exactly its tables
+  xdplab.testbed.netfilter_drop:
+    state: absent
+    tables: [inet my_drop]
 """
 
 RETURN = r"""
@@ -152,6 +185,17 @@ binary:
   returned: always
   type: str
   sample: /usr/sbin/nft
+tables:
+  description: With O(mode=ruleset) or O(tables), the tables of the user's ruleset (present) or those deleted (absent).
+  returned: when O(mode=ruleset) or O(tables) is given
+  type: list
+  elements: str
+  sample: [inet my_drop]
+sha256:
+  description: SHA-256 of the O(ruleset) text loaded.
+  returned: when O(mode=ruleset) and O(state=present)
+  type: str
+  sample: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 match:
   description: What the rule matches (state present).
   returned: when state is present
@@ -159,6 +203,7 @@ match:
   sample: {interface: dut0, protocol: udp, port_base: 12, port_count: 4, port_last: 15, mode: raw, table: xdplab}
 """
 
+import hashlib
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -242,12 +287,102 @@ class NetfilterDrop:
         return self.result
 
 
+class RulesetDrop:
+    """A user's nftables ruleset (mode ruleset, or state absent with its tables): load it, check that it counts its
+    drops, remove exactly its tables."""
+
+    def __init__(self, module):
+        self.module = module
+        self.p = module.params
+        self.result = {"changed": False, "backend": "nftables", "mode": netfilter.RULESET_MODE, "rules": [],
+                       "handles": [], "tables": []}
+        text = self.p["ruleset"]
+        self.tables = list(self.p["tables"] or [])
+        if self.p["state"] == "present":
+            if not text:
+                self.fail("mode ruleset needs ruleset (the text of the nftables ruleset file)")
+            problems = netfilter.nft_ruleset_problems(text)
+            if problems:
+                self.fail("the ruleset " + "; ".join(problems))
+            declared = netfilter.nft_ruleset_tables(text)
+            if self.tables and sorted(self.tables) != sorted(declared):
+                self.fail(f"tables {self.tables} are not the tables the ruleset declares ({declared})")
+            self.tables = declared
+        elif not self.tables and text:
+            self.tables = netfilter.nft_ruleset_tables(text)
+        try:
+            for table in self.tables:
+                netfilter.nft_table_key(table)
+        except netfilter.NetfilterError as exc:
+            self.fail(str(exc))
+        self.result["tables"] = self.tables
+        self.nft = netfilter.NftRuleset(module.run_command, netfilter.backend_for(module, "nftables").nft)
+        self.result["binary"] = self.nft.nft
+
+    def fail(self, msg):
+        self.module.fail_json(msg=msg, **self.result)
+
+    def describe(self):
+        rows = self.nft.drops(self.tables)
+        self.result["rules"] = rows
+        self.result["handles"] = [r["handle"] for r in rows]
+        return rows
+
+    def present(self, before_text):
+        text = self.p["ruleset"]
+        self.result["sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if self.module.check_mode:
+            self.nft.check(text, self.tables)
+            return True, before_text
+        before = self.nft.tables()
+        self.nft.load(text, self.tables)
+        extra = sorted(self.nft.tables() - before - set(self.tables))
+        if extra:
+            self.nft.remove(self.tables + extra)
+            self.fail(f"loading the ruleset created table(s) {', '.join(extra)} it does not declare as `table FAMILY "
+                      f"NAME`; removed it again (declare every table, so that teardown removes exactly those)")
+        if not self.describe():
+            self.nft.remove(self.tables)
+            self.fail(f"the ruleset's tables ({', '.join(self.tables)}) have no rule that counts and then drops: "
+                      f"add `counter` before `drop` in the rules that drop the test flows (for example "
+                      f"`udp dport 12-27 counter drop`); removed it again")
+        after_text = self.nft.text(self.tables)
+        return after_text != before_text, after_text
+
+    def run(self):
+        try:
+            self.result["backend_version"] = self.nft.version()
+            before_text = self.nft.text(self.tables)
+            if self.p["state"] == "present":
+                changed, after_text = self.present(before_text)
+            else:
+                present = self.nft.tables()
+                changed = any(t in present for t in self.tables)
+                if changed and not self.module.check_mode:
+                    self.nft.remove(self.tables)
+                after_text = "" if self.module.check_mode else self.nft.text(self.tables)
+            self.result["changed"] = changed
+            self.result["ruleset"] = after_text
+            if self.module._diff:
+                header = f"nftables {', '.join(self.tables)}"
+                self.result["diff"] = {"before": before_text, "after": after_text,
+                                       "before_header": header, "after_header": header}
+            if self.p["state"] == "present" and not self.module.check_mode:
+                self.result["match"] = {"mode": netfilter.RULESET_MODE, "interface": self.p["interface"],
+                                        "tables": self.tables}
+        except netfilter.NetfilterError as exc:
+            self.fail(str(exc))
+        return self.result
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
             "backend": {"type": "str", "choices": list(netfilter.BACKENDS), "default": "nftables"},
-            "mode": {"type": "str", "choices": list(netfilter.MODES), "default": "raw"},
+            "mode": {"type": "str", "choices": [*netfilter.MODES, netfilter.RULESET_MODE], "default": "raw"},
+            "ruleset": {"type": "str"},
+            "tables": {"type": "list", "elements": "str"},
             "table": {"type": "str", "default": "xdplab"},
             "interface": {"type": "str"},
             "protocol": {"type": "str", "choices": ["udp"], "default": "udp"},
@@ -258,7 +393,10 @@ def main():
         required_if=[("state", "present", ("interface",))],
         supports_check_mode=True,
     )
-    module.exit_json(**NetfilterDrop(module).run())
+    ruleset = module.params["mode"] == netfilter.RULESET_MODE or (
+        module.params["state"] == "absent" and bool(module.params["tables"] or module.params["ruleset"])
+    )
+    module.exit_json(**(RulesetDrop(module) if ruleset else NetfilterDrop(module)).run())
 
 
 if __name__ == "__main__":

@@ -40,8 +40,17 @@ options:
     description:
       - The mode netfilter_drop used. Default what the rule set in place says. When given and the rule set
         in place is in the other mode, the module fails.
+      - C(ruleset) reads a user's ruleset (netfilter_drop O(xdplab.testbed.netfilter_drop#module:mode=ruleset)) in
+        O(tables) instead of the module's own table; its count is the sum of every rule there that has a counter
+        before its drop verdict.
     type: str
-    choices: [raw, conntrack]
+    choices: [raw, conntrack, ruleset]
+  tables:
+    description:
+      - With O(mode=ruleset), the ruleset's tables as C(FAMILY NAME) (netfilter_drop's
+        RV(xdplab.testbed.netfilter_drop#module:tables)).
+    type: list
+    elements: str
   table:
     description: Name of the nftables table (family inet) or iptables user chain of netfilter_drop.
     type: str
@@ -221,14 +230,24 @@ class NetfilterStats:
             self.sampler = measurement.Sampler.from_params(self.p, clock=self.clock, sleep=sleep or time.sleep)
         except measurement.SamplingError as exc:
             self.fail(str(exc))
-        self.backend = netfilter.backend_for(module, self.p["backend"], self.p["iptables_binary"])
+        # what is counted: the module's own table (netfilter_drop raw/conntrack) or a user's ruleset's tables (an
+        # nftables ruleset whatever backend says)
+        self.what = self.p["table"]
+        if self.p["mode"] == netfilter.RULESET_MODE:
+            if not self.p["tables"]:
+                self.fail("mode ruleset reads a user's nftables ruleset: give its tables (FAMILY NAME each)")
+            self.result["backend"] = "nftables"
+            self.backend = netfilter.NftRuleset(module.run_command, netfilter.backend_for(module, "nftables").nft)
+            self.what = list(self.p["tables"])
+        else:
+            self.backend = netfilter.backend_for(module, self.p["backend"], self.p["iptables_binary"])
 
     def fail(self, msg):
         self.module.fail_json(msg=msg, **self.result)
 
     def read(self):
         t0 = self.clock()
-        packets, nbytes, mode, iif = self.backend.counters(self.p["table"])
+        packets, nbytes, mode, iif = self.backend.counters(self.what)
         t1 = self.clock()
         return (t0 + t1) / 2, packets, nbytes, mode, iif
 
@@ -295,8 +314,9 @@ class NetfilterStats:
             self.result["per_rxq"] = per_rxq_rates(eth0[1], eth1[1], eth1[0] - eth0[0])
         if self.sampler.cpu_window is not None:
             self.result["cpu_window"] = self.sampler.cpu_window
-        source = {"kind": "netfilter_rule", "at": measurement.AT_DUT, "backend": self.p["backend"], "mode": mode,
-                  "table": self.p["table"], "interface": interface}
+        table = ", ".join(self.what) if isinstance(self.what, list) else self.what
+        source = {"kind": "netfilter_rule", "at": measurement.AT_DUT, "backend": self.result["backend"], "mode": mode,
+                  "table": table, "interface": interface}
         self.result["measurement"] = measurement.measurement(
             self.result["pps"], window, source, packets=packets, per_cpu=self.result["per_cpu"],
             per_rxq=self.result["per_rxq"], samples=samples,
@@ -311,7 +331,8 @@ def argument_spec():
         measurement.SAMPLING_ARGUMENT_SPEC,
         **measurement.CPU_WINDOW_ARGUMENT_SPEC,
         backend={"type": "str", "choices": list(netfilter.BACKENDS), "default": "nftables"},
-        mode={"type": "str", "choices": list(netfilter.MODES)},
+        mode={"type": "str", "choices": [*netfilter.MODES, netfilter.RULESET_MODE]},
+        tables={"type": "list", "elements": "str"},
         table={"type": "str", "default": "xdplab"},
         iptables_binary={"type": "str", "default": "iptables"},
         interface={"type": "str"},

@@ -234,3 +234,44 @@ def test_stats_window_is_monotonic_clock(lab):
     t1 = time.monotonic()
     assert t0 <= res["window"]["start"] < res["window"]["end"] <= t1
     assert res["pps"] == 0.0 and res["packets"] == 0
+
+
+USER_RULESET = os.path.join(ROOT, "tests", "integration", "files", "custom_drop.nft")
+
+
+def test_users_ruleset_loaded_counted_and_removed_exactly(lab):
+    """mode ruleset: a user's nftables file loaded as it is, counted by its counted drop, and on absent exactly its
+    tables removed (another table stays); a ruleset that does not count its drops is refused and removed again."""
+    with open(USER_RULESET) as f:
+        text = f.read()
+    lab.dut("nft", "add", "table", "inet", "someoneelse")
+    first = lab.module("netfilter_drop", {"mode": "ruleset", "interface": "dut0", "ruleset": text})
+    assert first["changed"] is True and first["tables"] == ["inet xdplab_user_drop"], first
+    assert len(first["rules"]) == 1 and first["rules"][0]["packets"] == 0 and len(first["sha256"]) == 64
+    again = lab.module("netfilter_drop", {"mode": "ruleset", "interface": "dut0", "ruleset": text,
+                                          "tables": ["inet xdplab_user_drop"]})
+    assert again["changed"] is False, again
+
+    sender = lab.sender(count=9000, pps=3000)
+    stats = lab.module("netfilter_stats", {"mode": "ruleset", "tables": ["inet xdplab_user_drop"], "interface": "dut0",
+                                           "warmup": 0.5, "interval": 0.5, "samples": 3})
+    sent = int(sender.communicate(timeout=60)[0])
+    assert stats["mode"] == "ruleset" and stats["pps"] == pytest.approx(3000, rel=0.35), stats
+    assert stats["measurement"]["source"]["table"] == "inet xdplab_user_drop"
+    # the rule counted every packet sent (present reloads the ruleset, counters from 0: read them with nft)
+    listing = json.loads(lab.dut("nft", "-j", "list", "table", "inet", "xdplab_user_drop"))
+    counters = [e["counter"] for i in listing["nftables"] if "rule" in i for e in i["rule"]["expr"] if "counter" in e]
+    assert [c["packets"] for c in counters] == [sent] and sent == 9000
+
+    gone = lab.module("netfilter_drop", {"state": "absent", "tables": ["inet xdplab_user_drop"]})
+    assert gone["changed"] is True and gone["ruleset"] == ""
+    assert lab.module("netfilter_drop", {"state": "absent", "tables": ["inet xdplab_user_drop"]})["changed"] is False
+    tables = lab.dut("nft", "list", "tables")
+    assert "xdplab_user_drop" not in tables and "someoneelse" in tables
+
+    uncounted = text.replace("counter drop", "drop")
+    res = lab.module("netfilter_drop", {"mode": "ruleset", "interface": "dut0", "ruleset": uncounted})
+    assert res["failed"] and "add `counter` before `drop`" in res["msg"], res
+    assert "xdplab_user_drop" not in lab.dut("nft", "list", "tables")
+    bad = lab.module("netfilter_drop", {"mode": "ruleset", "interface": "dut0", "ruleset": text.replace("udp", "udpx")})
+    assert bad["failed"] and "nft -f -" in bad["msg"] and "xdplab_user_drop" not in lab.dut("nft", "list", "tables")

@@ -295,3 +295,95 @@ def test_stats_on_the_fake_clock(monkeypatch, fake_clock, check_measurement):
     assert m["window"]["start"] == 1003.0 and m["window"]["seconds"] == 4.0
     assert m["pps"] == 500.0 and m["packets"] == 2000 and m["source"]["mode"] == "raw"
     assert m["per_rxq"] == [{"queue": 0, "pps": 1001 / 4.0, "counter": "rx_queue_0_xdp_packets"}]
+
+
+# ---- a user's nftables ruleset (mode ruleset, a custom system of kind linux) ---------------------------------
+
+USER_RULESET = """#!/usr/sbin/nft -f
+# comment with table inet not_a_table
+define ports = 12-75
+table inet xdplab_user_drop {
+\tchain pre {
+\t\ttype filter hook prerouting priority raw; policy accept;
+\t\tudp dport $ports counter drop comment "table ip not_this"
+\t}
+}
+add table ip6 extra; table netdev n2 { }
+table ip plain
+"""
+
+
+def test_ruleset_tables_are_its_declarations():
+    assert netfilter.nft_ruleset_tables(USER_RULESET) == ["inet xdplab_user_drop", "ip6 extra", "netdev n2", "ip plain"]
+    assert netfilter.nft_ruleset_problems(USER_RULESET) == []
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("", "is empty"),
+    ("# only a comment\n", "declares no table"),
+    ("flush ruleset\ntable inet t { }\n", "flush ruleset"),
+    ('include "/etc/nft/x.nft"\ntable inet t { }\n', "include"),
+    ("table inet t { }\ndelete table ip filter\n", "delete table"),
+    ("table inet t { chain c {\n", "unbalanced braces"),
+])
+def test_ruleset_problems(text, why):
+    assert any(why in p for p in netfilter.nft_ruleset_problems(text)), netfilter.nft_ruleset_problems(text)
+
+
+def test_ruleset_load_script_replaces_its_tables_in_one_transaction():
+    script = netfilter.nft_ruleset_load_script("table inet t { }", ["inet t"])
+    assert script == "table inet t\ndelete table inet t\ntable inet t { }\n"
+
+
+def test_counted_drops_of_a_real_listing():
+    doc = fixture("nft_user_ruleset.json")
+    rows = netfilter.nft_counted_drops(doc, ["inet xdplab_user_drop"])
+    assert rows == [{"table": "inet xdplab_user_drop", "chain": "pre", "handle": 2, "packets": 1234, "bytes": 56000,
+                     "iifname": None}]
+    # table ip other: a drop without counter, a named counter, a counter that accepts: none is a counted drop
+    assert netfilter.nft_counted_drops(doc, ["ip other"]) == []
+    assert netfilter.nft_tables_of(doc) == {"inet xdplab_user_drop", "ip other"}
+
+
+def test_table_key():
+    assert netfilter.nft_table_key("inet x") == ("inet", "x")
+    for bad in ("x", "inet", "pf x", "inet x;y", "inet x y"):
+        with pytest.raises(netfilter.NetfilterError):
+            netfilter.nft_table_key(bad)
+
+
+def test_drop_ruleset_bad_input_fails_before_any_command(no_commands, capsys):
+    res = run(netfilter_drop.main, {"interface": "lo", "mode": "ruleset"}, capsys)
+    assert res["failed"] and "mode ruleset needs ruleset" in res["msg"]
+    res = run(netfilter_drop.main, {"interface": "lo", "mode": "ruleset", "ruleset": "flush ruleset\n"}, capsys)
+    assert res["failed"] and "declares no table" in res["msg"] and "flush ruleset" in res["msg"]
+    res = run(netfilter_drop.main, {"interface": "lo", "mode": "ruleset", "ruleset": USER_RULESET,
+                                    "tables": ["inet other"]}, capsys)
+    assert res["failed"] and "are not the tables the ruleset declares" in res["msg"]
+    res = run(netfilter_drop.main, {"state": "absent", "tables": ["pf x"]}, capsys)
+    assert res["failed"] and "is not 'FAMILY NAME'" in res["msg"]
+    res = run(netfilter_stats.main, {"mode": "ruleset"}, capsys)
+    assert res["failed"] and "give its tables" in res["msg"]
+
+
+def test_stats_counts_a_users_ruleset(monkeypatch, capsys):
+    doc = json.loads(fixture("nft_user_ruleset.json"))
+    calls = {"n": 0}
+
+    def fake_run(self, args, **kw):
+        if args[1:] == ["-j", "list", "ruleset"]:
+            calls["n"] += 1
+            for item in doc["nftables"]:
+                if "rule" in item and item["rule"]["table"] == "xdplab_user_drop":
+                    item["rule"]["expr"][1]["counter"]["packets"] = 500 * calls["n"]
+            return 0, json.dumps(doc), ""
+        raise AssertionError(f"ran {args}")
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", fake_run)
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, *a, **kw: "/usr/sbin/" + name)
+    res = run(netfilter_stats.main, {"mode": "ruleset", "tables": ["inet xdplab_user_drop"], "ethtool": False,
+                                     "warmup": 0, "interval": 0.01, "samples": 2, "interface": "dut0"}, capsys)
+    assert not res.get("failed"), res
+    assert res["mode"] == "ruleset" and res["packets"] == 1000 and res["pps"] > 0
+    assert res["measurement"]["source"]["table"] == "inet xdplab_user_drop"
+    assert res["measurement"]["source"]["mode"] == "ruleset" and res["measurement"]["source"]["backend"] == "nftables"

@@ -234,3 +234,125 @@ def test_custom_programs_are_the_bpf_object_kinds():
     }
     assert _systems.custom_programs(custom) == [{"name": "a", "source": "/s.c", "program": "p"},
                                                 {"name": "b", "object": "/o", "program": "q"}]  # fmt: skip
+
+
+RULESET = (
+    "table inet my_drop {\n\tchain pre {\n\t\ttype filter hook prerouting priority raw; policy accept;\n"
+    "\t\tudp dport 12-75 counter drop\n\t}\n}\n"
+)
+
+
+def test_with_custom_adds_a_users_nftables_ruleset(tmp_path):
+    import hashlib
+
+    path = tmp_path / "rules.nft"
+    path.write_text(RULESET)
+    custom = {"my_nft": {"kind": "linux", "ruleset": str(path), "label": "my rules"}}
+    merged = _systems.with_custom(_builtin(), custom, "/opt/x")
+    entry = merged["my_nft"]
+    assert entry == {
+        "impl": "linux",
+        "custom": True,
+        "mode": "ruleset",
+        "label": "my rules",
+        "ruleset": str(path),
+        "tables": ["inet my_drop"],
+        "given": {"ruleset": str(path), "sha256": hashlib.sha256(RULESET.encode()).hexdigest()},
+    }
+    assert _systems.with_custom(merged, custom, "/opt/x") == merged
+    t = _systems.trial_values(_planned(system="my_nft"), merged, SETTINGS)
+    assert t["kind"] == "linux" and t["custom"] is True and t["cpu_windowed"] is True and t["cpus"] == [1, 2]
+    # the linux kind has no axis of its own: a custom ruleset runs on the common axes
+    axes = {"action": ["drop"], "touch": ["no_touch", "read"], "packet_len": [64], "cores": [1]}
+    m = _systems.system_matrix(["linux_raw", "my_nft"], axes, merged, [1, 2, 3], 0)
+    assert [sub["system"] for sub in m] == [["linux_raw"], ["my_nft"]] and all(s["touch"] == ["no_touch"] for s in m)
+    assert "ruleset" in _systems.kind_info(entry)["custom_keys"]
+
+
+def test_custom_ruleset_errors_name_the_field_and_the_value(tmp_path):
+    good = tmp_path / "ok.nft"
+    good.write_text(RULESET)
+    flush = tmp_path / "flush.nft"
+    flush.write_text("flush ruleset\n" + RULESET)
+    empty = tmp_path / "empty.nft"
+    empty.write_text("# nothing\n")
+    binary = tmp_path / "bin.nft"
+    binary.write_bytes(b"\xff\xfe\x00table")
+    cases = {
+        "a": ({"kind": "linux"}, "ruleset: missing"),
+        "b": ({"kind": "linux", "ruleset": "/nonexistent/r.nft"}, "ruleset: /nonexistent/r.nft is not a file on the controller"),
+        "c": ({"kind": "linux", "ruleset": str(flush)}, f"ruleset: {flush} has flush ruleset"),
+        "d": ({"kind": "linux", "ruleset": str(empty)}, f"ruleset: {empty} declares no table"),
+        "e": ({"kind": "linux", "ruleset": str(binary)}, "is not a readable text file"),
+        "f": ({"kind": "linux", "ruleset": str(good), "source": "x.c"}, "unknown key(s) source (a linux system takes"),
+        "linux_raw": ({"kind": "linux", "ruleset": str(good)}, "shadows the built-in system 'linux_raw'"),
+    }
+    for name, (entry, expected) in cases.items():
+        errors = _systems.custom_errors({name: entry}, _builtin())
+        assert any(expected in e and f"xdplab_custom_systems: {name}" in e for e in errors), (name, errors)
+    assert _systems.custom_errors({"ok": {"kind": "linux", "ruleset": str(good)}}, _builtin()) == []
+    with pytest.raises(_systems.SystemsError, match="declares no table"):
+        _systems.with_custom(_builtin(), {"x": cases["d"][0]}, "/p")
+
+
+def test_no_system_name_in_the_linux_kinds_task_files():
+    """The linux kind's variation (raw, conntrack, a user's ruleset) is in the modules and the registry's entry."""
+    names = set(_builtin())
+    kind_dir = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", "linux")
+    for phase in sorted(os.listdir(kind_dir)):
+        with open(os.path.join(kind_dir, phase)) as fh:
+            text = fh.read()
+        for name in names:
+            assert f"'{name}'" not in text and f'"{name}"' not in text, f"linux/{phase} names the system {name}"
+
+
+def test_with_custom_adds_a_users_af_xdp_binary(tmp_path):
+    import hashlib
+
+    binary = tmp_path / "my_xsk"
+    binary.write_bytes(b"\x7fELF...")
+    binary.chmod(0o755)
+    custom = {"my_xsk": {"kind": "af_xdp", "binary": str(binary), "args": ["--dev", "{interface}", "-q", "{queue}", 3]}}
+    merged = _systems.with_custom(_builtin(), custom, "/opt/x")
+    assert merged["my_xsk"] == {
+        "impl": "af_xdp",
+        "custom": True,
+        "count": "driver",
+        "label": "my_xsk",
+        "binary": "/opt/x/bin/custom/my_xsk",
+        "args": ["--dev", "{interface}", "-q", "{queue}", "3"],
+        "given": {"binary": str(binary), "sha256": hashlib.sha256(b"\x7fELF...").hexdigest()},
+    }
+    t = _systems.trial_values(_planned(system="my_xsk"), merged, SETTINGS)
+    assert t["kind"] == "af_xdp" and t["custom"] is True and t["cpu_windowed"] is False
+    axes = {"action": ["drop"], "mode": ["rxdrop", "l2fwd"], "bind": ["skb", "drv_copy"], "cores": [1]}
+    (sub,) = _systems.system_matrix(["my_xsk"], axes, merged, [1, 2, 3], 0)
+    assert sub["mode"] == ["rxdrop"] and sub["bind"] == ["drv_copy"], "a user's binary has no mode or bind axis"
+
+
+def test_custom_af_xdp_errors_name_the_field_and_the_value(tmp_path):
+    binary = tmp_path / "b"
+    binary.write_text("x")
+    binary.chmod(0o644)
+    cases = {
+        "a": ({"kind": "af_xdp"}, "binary: missing"),
+        "b": ({"kind": "af_xdp", "binary": "/nonexistent/b"}, "binary: /nonexistent/b is not a file on the controller"),
+        "c": ({"kind": "af_xdp", "binary": str(binary)}, "is not executable"),
+        "d": ({"kind": "af_xdp", "binary": str(binary), "args": "--dev x"}, "args: must be a list of strings"),
+        "e": ({"kind": "af_xdp", "binary": str(binary), "args": ["{iface}"]}, "unknown placeholder(s) iface"),
+        "f": ({"kind": "af_xdp", "binary": str(binary), "args": ["{queue"]}, "args: '{queue'"),
+    }
+    for name, (entry, expected) in cases.items():
+        errors = _systems.custom_errors({name: entry}, _builtin())
+        assert any(expected in e and f"xdplab_custom_systems: {name}" in e for e in errors), (name, errors)
+    binary.chmod(0o755)
+    assert _systems.custom_errors({"ok": {"kind": "af_xdp", "binary": str(binary), "args": ["{cpu}"]}}, _builtin()) == []
+
+
+def test_no_system_name_in_the_af_xdp_kinds_dispatch():
+    kind_dir = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", "af_xdp")
+    for phase in ("setup.yml", "measure.yml", "teardown.yml", "user_setup.yml", "user_measure.yml"):
+        with open(os.path.join(kind_dir, phase)) as fh:
+            text = fh.read()
+        for name in _builtin():
+            assert f"'{name}'" not in text and f'"{name}"' not in text, f"af_xdp/{phase} names the system {name}"
