@@ -101,7 +101,7 @@ def test_cpu_usage_between_two_snapshots_the_same_on_both_paths(become, tmp_path
     out, log = play(tmp_path, tasks, become)
     usage, bad = out["usage"], out["bad"]
     assert usage.get("failed") is not True, usage
-    assert usage["cpus"] == [0] and usage["seconds"] == pytest.approx(window["end"]["time"] - window["start"]["time"])
+    assert usage["cpus"] == [0] and usage["seconds"] == pytest.approx(window["end"]["time"] - window["start"]["time"], abs=1e-5)
     assert 0.0 <= usage["busy"] <= 100.0 and usage["busy_source"]
     assert usage["housekeeping"] is None if not become else "housekeeping" in usage
     assert bad["failed"] is True and "is not a cpu_usage snapshot" in bad["msg"]
