@@ -273,7 +273,7 @@ def run_lab(tmp, systems, repetitions, samples):
         subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/vlab", "playbooks/testbed_down.yml"], cwd=ROOT,
                        env=down, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     seconds = time.monotonic() - t0
-    found = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(results, "paper_drop")) for f in fs if f == "trials.jsonl"]
+    found = [os.path.join(d, f) for d, _s, fs in os.walk(os.path.join(results, "paper_drop")) for f in fs if f == "trials.jsonl"]
     return timeline, (found[0] if found else None), seconds, rc, shlex.join(argv)
 
 

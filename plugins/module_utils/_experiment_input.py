@@ -227,7 +227,7 @@ def matrix_error(matrix):
     subs = _sub_matrices(matrix)
     items = [(k, v) for sub in subs if isinstance(sub, dict) for k, v in sub.items()]
     bad_axes = [k for k, v in items if isinstance(v, str) or not isinstance(v, (list, tuple)) or not v]
-    ok = bool(subs) and all(isinstance(s, dict) and s for s in subs) and not bad_axes and "system" in [k for k, _ in items]
+    ok = bool(subs) and all(isinstance(s, dict) and s for s in subs) and not bad_axes and "system" in [k for k, _value in items]
     if ok:
         return None
     if bad_axes:
