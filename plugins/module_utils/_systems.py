@@ -500,12 +500,17 @@ FORWARD_MODES = {
     "xdp_redirect": {"object": "xdp_forward", "program": "xdp_fwd_redirect_map", "devmap": True},
     "xdp_redirect_cpu": {"object": "xdp_redirect_cpu", "program": "xdp_redirect_cpu", "devmap": True, "cpumap": True},
     "linux": {"router": True},
+    # forwarding processes of their own kinds (testpmd `mac`/`macswap`, xdplab-xsk-bench l2fwd): the forward kind's
+    # task files give them the far side and the window (tasks/systems/forward/process.yml), not a program
+    "dpdk": {"process": True},
+    "af_xdp": {"process": True},
 }
 
 
 def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
-    """What a forward-kind trial sets up for its system's ``forward`` mode: ``{mode, router, xdp}`` where ``xdp`` is
-    xdp_program's object/program/variables/map_entries (None for the router), ``router`` True for the stack."""
+    """What a forwarding trial sets up for its system's ``forward`` mode: ``{mode, router, xdp, process}`` where ``xdp``
+    is xdp_program's object/program/variables/map_entries (None for the router and for a process), ``router`` True for
+    the stack, ``process`` True for a forwarding process of its own kind (dpdk, af_xdp)."""
     mode = (system or {}).get("forward")
     if mode not in FORWARD_MODES:
         raise SystemsError(
@@ -513,8 +518,15 @@ def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
             f"kind ({', '.join(FORWARD_MODES)})"
         )
     spec = FORWARD_MODES[mode]
+    if spec.get("process"):
+        if system.get("impl") == "forward":
+            raise SystemsError(
+                f"experiment_systems: {system.get('name', '?')}: forward {mode!r} is a forwarding process of the kind "
+                f"{mode} (impl: {mode}), not of the forward kind"
+            )
+        return {"mode": mode, "router": False, "xdp": None, "process": True}
     if spec.get("router"):
-        return {"mode": mode, "router": True, "xdp": None}
+        return {"mode": mode, "router": True, "xdp": None, "process": False}
     variables, maps = {}, {}
     if "touch" in spec:
         variables = {"touch_mode": touch_modes[spec["touch"]], "count_mode": count_modes[spec["count"]]}
@@ -524,4 +536,4 @@ def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
     if spec.get("devmap"):
         maps["tx_ports"] = {"0": egress}
     xdp = {"object": spec["object"], "program": spec["program"], "variables": variables, "map_entries": maps}
-    return {"mode": mode, "router": False, "xdp": xdp}
+    return {"mode": mode, "router": False, "xdp": xdp, "process": False}

@@ -203,7 +203,11 @@ def test_forward_plan_by_mode():
         "mode": "linux",
         "router": True,
         "xdp": None,
+        "process": False,
     }
+    assert _systems.forward_plan(b["dpdk_mac"], "veth-dut1", 0, touch, count)["process"] is True
+    with pytest.raises(_systems.SystemsError, match="forwarding process of the kind dpdk"):
+        _systems.forward_plan({"impl": "forward", "forward": "dpdk", "name": "x"}, "e", 0, touch, count)
     with pytest.raises(_systems.SystemsError, match="forward 'teleport' is not a forwarding mode"):
         _systems.forward_plan({"forward": "teleport", "name": "x"}, "e", 0, touch, count)
 
