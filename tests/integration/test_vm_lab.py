@@ -317,3 +317,29 @@ def test_vm_lab_inventory_bad_input_stops_before_any_vm(change, message):
     assert p.returncode != 0
     assert message in " ".join(p.stdout.split()), p.stdout[-3000:]
     assert not os.path.exists("%s/labs/%s" % (VM_ROOT, name))
+
+
+@pytest.mark.no_traffic
+def test_host_tuning_reboot_refused_over_a_local_connection(tmp_path):
+    # host_tuning_reboot on the controller itself: the GRUB file (the test's own, regenerated with touch) changes,
+    # then the kernel role's tasks/reboot.yml refuses, naming the option, before anything reboots (ansible's reboot
+    # action refuses a local connection too). Nothing else of the controller is touched: no SMT, governor,
+    # irqbalance, hugepages or sysctls asked for (host_tuning_smt "on" is read only: the play stops before writes).
+    grub, marker = tmp_path / "grub", tmp_path / "update-grub-ran"
+    grub.write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet"\n')
+    play = tmp_path / "play.yml"
+    play.write_text(json.dumps([{
+        "name": "host_tuning with its reboot on the controller", "hosts": "localhost", "connection": "local",
+        "gather_facts": False,
+        "tasks": [{"name": "Host tuning", "ansible.builtin.include_role": {"name": "xdplab.testbed.host_tuning"},
+                   "vars": {"host_tuning_smt": "on", "host_tuning_governor": None, "host_tuning_irqbalance_stopped": False,
+                            "host_tuning_isolcpus": [0], "host_tuning_grub_file": str(grub),
+                            "host_tuning_grub_update_command": ["touch", str(marker)], "host_tuning_reboot": True}}],
+    }]))
+    p = run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", str(play), "-e",
+             json.dumps({"ansible_python_interpreter": sys.executable})], 300)
+    out = " ".join(p.stdout.split())
+    assert p.returncode != 0
+    assert "host_tuning_reboot is true but localhost is reached with connection local: the collection does not " \
+        "reboot the controller or a namespace of the virtual lab" in out, p.stdout[-3000:]
+    assert marker.exists() and 'isolcpus=0"' in grub.read_text()
