@@ -348,17 +348,31 @@ IRQ_NAME_PATTERNS = {
     "ixgbe": ["{interface}-TxRx-{queue}"],
     "igb": ["{interface}-TxRx-{queue}"],
     "bnxt_en": ["{interface}-TxRx-{queue}"],
+    # {device}: the netdev's parent device (/sys/class/net/IF/device), virtioN for virtio-net; one MSI-X vector per
+    # virtqueue when the device has enough (qemu's vectors= at least 2 x queues + 2)
+    "virtio_net": ["{device}-input.{queue}"],
+}
+# why a driver that reads a setting refuses to change it, by (driver, setting)
+UNSUPPORTED_HINTS = {
+    ("virtio_net", "rings"): "virtio-net resizes its rings from Linux 6.0 on, and only when the device offers "
+    "VIRTIO_F_RING_RESET (qemu 7.2 does); an older guest kernel or device keeps the size the device gave",
+    ("virtio_net", "channels"): "virtio-net changes its queue pairs only when the device offers VIRTIO_NET_F_MQ "
+    "(qemu: -device virtio-net-pci,mq=on on a multi-queue netdev)",
+}
+# a queue's further IRQs (drivers with separate RX and TX vectors), pinned to the same CPUs as its first
+IRQ_EXTRA_NAME_PATTERNS = {
+    "virtio_net": ["{device}-output.{queue}"],
 }
 
 
-def queue_irqs(interrupts, patterns, queues, interface="", pci=""):
+def queue_irqs(interrupts, patterns, queues, interface="", pci="", device=""):
     """{queue: irq} for queues 0..queues-1 from parse_interrupts() entries and name patterns (str.format fields
-    queue, interface, pci). Queues without a matching IRQ are left out."""
+    queue, interface, pci, device). Queues without a matching IRQ are left out."""
     by_name = {e["name"]: e["irq"] for e in interrupts}
     out = {}
     for q in range(queues):
         for pat in patterns:
-            name = pat.format(queue=q, interface=interface, pci=pci)
+            name = pat.format(queue=q, interface=interface, pci=pci, device=device)
             if name in by_name:
                 out[q] = by_name[name]
                 break

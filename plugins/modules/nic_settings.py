@@ -265,6 +265,11 @@ _MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}$")
 _RING_KEYS = {"rx": "rx", "tx": "tx", "rx_mini": "rx mini", "rx_jumbo": "rx jumbo"}
 _RING_ARGS = {"rx": "rx", "tx": "tx", "rx_mini": "rx-mini", "rx_jumbo": "rx-jumbo"}
 _PAUSE_KEYS = {"autoneg": "autonegotiate", "rx": "rx", "tx": "tx"}
+# the setting an ethtool write belongs to (a refusal at apply time is named by it)
+_SET_ITEMS = {"-L": "channels", "-G": "rings", "-A": "pause", "--set-priv-flags": "private_flags",
+              "-K": "ntuple_rules", "-N": "ntuple_rules"}
+# drivers whose rings are split virtqueues: a size that is not a power of two fails with ENOMEM
+_POWER_OF_TWO_RINGS = ("virtio_net",)
 
 
 def valid_mac(value):
@@ -449,6 +454,10 @@ class NicSettings:
             if top is None or (isinstance(top, int) and value > top):
                 self.fail(f"{self.ifname}: rings.{key}={value} exceeds the maximum {top if top is not None else 'n/a'} "
                           f"(ethtool -g {self.ifname}); lower rings.{key}")
+            if self.result["driver"] in _POWER_OF_TWO_RINGS and (value < 1 or value & (value - 1)):
+                self.fail(f"{self.ifname}: rings.{key}={value}: driver {self.result['driver']} keeps its rings in split "
+                          f"virtqueues, whose size is a power of two (it refuses {value} with ENOMEM); use a power "
+                          f"of two up to {top}")
         self.before["rings"] = {k: cur.get(_RING_KEYS[k]) for k in want}
         self.after["rings"] = dict(want)
         diff = {k: v for k, v in want.items() if cur.get(_RING_KEYS[k]) != v}
@@ -547,32 +556,47 @@ class NicSettings:
                     self.drift(f"ntuple.rule{x['loc']}", "absent", fmt.format(**x))
                     self.plan(["-N", self.ifname, "delete", x["loc"]], None)
 
+    def parent_device(self):
+        """The netdev's parent device name (/sys/class/net/IF/device): virtioN for virtio-net, the PCI address
+        for a PCI NIC; empty when there is none (veth)."""
+        link = os.path.join(self.SYSFS, "class/net", self.ifname, "device")
+        return os.path.basename(os.path.realpath(link)) if os.path.exists(link) else ""
+
     def plan_irqs(self):
         want = self.p["irq_affinity"] or []
         if not want:
             return
         driver = self.result["driver"]
         patterns = self.p["irq_name_patterns"] or ethtool.IRQ_NAME_PATTERNS.get(driver)
+        extra = [] if self.p["irq_name_patterns"] else ethtool.IRQ_EXTRA_NAME_PATTERNS.get(driver, [])
         if not patterns:
             self.unsupported("irq_affinity", f"driver {driver} has no per-queue IRQs known to this module (virtual "
                                              f"device, or give irq_name_patterns)")
             return
+        fields = {"interface": self.ifname, "pci": self.result["bus_info"], "device": self.parent_device()}
         interrupts = ethtool.parse_interrupts(self.read_text(os.path.join(self.PROCFS, "interrupts")))
-        irqs = ethtool.queue_irqs(interrupts, patterns, max(e["queue"] for e in want) + 1, interface=self.ifname,
-                                  pci=self.result["bus_info"])
+        queues = max(e["queue"] for e in want) + 1
+        irqs = ethtool.queue_irqs(interrupts, patterns, queues, **fields)
+        extra_irqs = ethtool.queue_irqs(interrupts, extra, queues, **fields) if extra else {}
         missing = [e["queue"] for e in want if e["queue"] not in irqs]
         if missing:
-            names = [pat.format(queue=missing[0], interface=self.ifname, pci=self.result["bus_info"]) for pat in patterns]
+            names = [pat.format(queue=missing[0], **fields) for pat in patterns]
+            why = ""
+            if driver == "virtio_net":
+                shared = [e["name"] for e in interrupts if e["name"] in (fields["device"], fields["device"] + "-virtqueues")]
+                why = ("; virtio-net has one IRQ per queue only when the device has an MSI-X vector per virtqueue "
+                       "(qemu: -device virtio-net-pci,vectors= at least 2 x queues + 2)"
+                       + (f": {fields['device']} has one for all its queues ({shared[0]})" if shared else ""))
             self.unsupported("irq_affinity", f"no IRQ in /proc/interrupts for queue(s) {missing} of {self.ifname} "
-                                             f"(looked for names like {', '.join(names)})")
+                                             f"(looked for names like {', '.join(names)}){why}")
             want = [e for e in want if e["queue"] in irqs]
         self.before["irq_affinity"], self.after["irq_affinity"] = {}, {}
-        for e in want:
-            irq = irqs[e["queue"]]
+        pins = [(e, f"queue{e['queue']}", irqs[e["queue"]]) for e in want]
+        pins += [(e, f"queue{e['queue']}.tx", extra_irqs[e["queue"]]) for e in want if e["queue"] in extra_irqs]
+        for e, label, irq in pins:
             path = os.path.join(self.PROCFS, "irq", str(irq), "smp_affinity_list")
             cur = parse_cpu_list(self.read_text(path))
             wanted = sorted(set(e["cpus"]))
-            label = f"queue{e['queue']}"
             self.before["irq_affinity"][label] = f"irq {irq}: {format_cpu_list(cur)}"
             self.after["irq_affinity"][label] = f"irq {irq}: {format_cpu_list(wanted)}"
             if cur != wanted:
@@ -587,6 +611,13 @@ class NicSettings:
             if write is None:
                 try:
                     self.eth(*what)
+                except ethtool.EthtoolUnsupported as exc:
+                    # the driver reads the setting but refuses to change it: say which setting, and why
+                    item = _SET_ITEMS.get(what[0], what[0])
+                    hint = ethtool.UNSUPPORTED_HINTS.get((self.result["driver"], item), "")
+                    self.unsupported(item, f"driver {self.result['driver']} refuses to change it: {exc}"
+                                           + (f" ({hint})" if hint else ""))
+                    continue
                 except ethtool.EthtoolError as exc:
                     self.result["changed"] = True
                     self.fail(f"{exc} (after {len(self.result['commands'])} earlier change(s): "

@@ -200,3 +200,146 @@ def test_vm_lab_bad_option_type_fails_in_argument_spec():
     p = playbook({"vm_lab_accel": "hvf", "vm_lab_name": "pytestspec"}, timeout=300)
     assert p.returncode != 0
     assert "vm_lab_accel" in p.stdout and "hvf" in p.stdout, p.stdout[-3000:]
+
+
+SITE = os.path.join(ROOT, "playbooks", "site.yml")
+
+
+def ansible_playbook(path, extra, *args, timeout=3600):
+    return run([os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, path, "-e", json.dumps(extra), *args], timeout)
+
+
+def on_dut(extra, command, timeout=600):
+    """A shell command on the DUT VM over SSH with become: its stdout."""
+    p = run(
+        [os.path.join(BIN, "ansible"), "-i", INVENTORY, "dut", "-b", "-e", json.dumps(extra), "-m", "ansible.builtin.shell",
+         "-a", command],
+        timeout,
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    return p.stdout.split(">>", 1)[1].strip()
+
+
+def recap(out, host):
+    line = next(line for line in out.splitlines() if line.startswith(host + " ") and "ok=" in line)
+    return dict(kv.split("=") for kv in line.split(":", 1)[1].split())
+
+
+@pytest.mark.root
+@pytest.mark.vm_lab
+@pytest.mark.skipif(
+    os.environ.get("XDPLAB_VM_LAB") != "1",
+    reason="brings the VM lab up and reboots the DUT VM under TCG (6-10 min): make test-vm-lab runs it (XDPLAB_VM_LAB=1)",
+)
+def test_vm_lab_tuning_reboot_nic_and_drift_check(capsys):
+    """site.yml's tuning and drift check on the DUT VM over SSH: host_tuning writes isolcpus/nohz_full/rcu_nocbs of the
+    DUT CPU into GRUB, update-grub in the VM, reboots it (host_tuning_reboot of inventories/vm), /proc/cmdline has them;
+    the nic role sets channels, rings and both IRQs of each queue through virtio-net and skips, with the driver's
+    answer, what virtio-net does not have; the drift check passes; a second run changes nothing and does not reboot."""
+    if os.geteuid() != 0:
+        pytest.fail("needs root: the role makes host taps and bridges and writes %s" % VM_ROOT)
+    name = "pytest%s" % secrets.token_hex(2)
+    prefix = "vmt%s" % secrets.token_hex(1)
+    extra = {"vm_lab_name": name, "vm_lab_ifname_prefix": prefix}
+    lab_dir = "%s/labs/%s" % (VM_ROOT, name)
+    t0 = time.monotonic()
+    try:
+        up = playbook(extra)
+        assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-2000:]
+        with open(os.path.join(lab_dir, "accelerator")) as f:
+            accel = f.read().strip()
+        boots = [line.strip() for line in up.stdout.splitlines() if "boot to SSH" in line]
+        say(capsys, "up in %.0f s; accelerator %s%s; %s" % (
+            time.monotonic() - t0, accel, " (functional checks, not performance)" if accel == "tcg" else "", boots))
+        before = on_dut(extra, "cat /proc/cmdline")
+        assert "isolcpus" not in before, before
+
+        t1 = time.monotonic()
+        site = ansible_playbook(SITE, extra, "--tags", "tuning,drift_check")
+        t_site = time.monotonic() - t1
+        assert site.returncode == 0, site.stdout[-8000:] + site.stderr[-2000:]
+        out = " ".join(site.stdout.split())
+        rebooted = out.split("dut rebooted in ", 1)[1].split(")", 1)[0]
+        assert "isolcpus=1 nohz_full=1 rcu_nocbs=1" in rebooted.split("/proc/cmdline:", 1)[1], rebooted
+        assert "dut: no drift" in out, site.stdout[-4000:]
+        # the NIC settings virtio-net has were set; what it has not was skipped with its answer
+        assert "ens4: pause skipped: driver virtio_net: ethtool -a ens4: netlink error: Operation not supported" in out
+        say(capsys, "site.yml --tags tuning,drift_check in %.0f s: rebooted in %s); drift check: no drift; %s" % (
+            t_site, rebooted, recap(site.stdout, "dut")))
+
+        # what the DUT VM says after the reboot, read on its own
+        irq = "$(basename $(readlink -f /sys/class/net/ens4/device))-$n"
+        state = on_dut(extra, "cat /proc/cmdline /sys/devices/system/cpu/isolated /sys/devices/system/cpu/nohz_full; "
+                              "ethtool -l ens4 | tail -1; ethtool -g ens4 | sed -n '8p;11p'; "
+                              "for n in input.0 output.0; do i=$(awk -v n=" + irq + " '$NF==n {sub(\":\",\"\",$1); print $1}' "
+                              "/proc/interrupts); cat /proc/irq/$i/smp_affinity_list; done")
+        lines = state.splitlines()
+        assert "isolcpus=1 nohz_full=1 rcu_nocbs=1" in lines[0] and lines[1:3] == ["1", "1"], lines
+        assert lines[3].split() == ["Combined:", "1"], lines
+        assert [line.split() for line in lines[4:6]] == [["RX:", "128"], ["TX:", "128"]], lines
+        assert lines[6:8] == ["1", "1"], lines
+        say(capsys, "DUT VM after the reboot: %s" % lines)
+
+        t2 = time.monotonic()
+        again = ansible_playbook(SITE, extra, "--tags", "tuning,drift_check")
+        assert again.returncode == 0, again.stdout[-6000:]
+        r = recap(again.stdout, "dut")
+        assert r["changed"] == "0" and "rebooted in" not in again.stdout, (r, again.stdout[-3000:])
+        say(capsys, "second run in %.0f s (converged, no reboot): %s" % (time.monotonic() - t2, r))
+    finally:
+        t3 = time.monotonic()
+        down = playbook(dict(extra, vm_lab_state="absent"))
+        left = lab_leftovers(lab_dir, prefix)
+        say(capsys, "down in %.0f s; whole test %.0f s; left: %s" % (time.monotonic() - t3, time.monotonic() - t0,
+                                                                     left or "nothing"))
+    assert down.returncode == 0, down.stdout[-4000:] + down.stderr[-2000:]
+    assert left == []
+
+
+INVENTORY_BAD = [
+    ({"xdplab_dpdk_port": "0000:00:06.0"}, "VM dut: xdplab_dpdk_port names PCI address(es) 0000:00:06.0, which the VM "
+     "does not have as a data NIC (its data NICs: 0000:00:04.0, 0000:00:05.0"),
+    ({"xdplab_dut_ports": [{"name": "ens4", "pci": "0000:00:04.0"}, {"name": "ens5", "pci": "0000:00:05.0"},
+                           {"name": "ens7", "pci": "0000:00:07.0"}]},
+     "VM dut: xdplab_dut_ports names PCI address(es) 0000:00:07.0"),
+    ({"xdplab_dut_cpus": [1, 2]}, "VM dut: xdplab_dut_cpus [1, 2] names CPU(s) 2, but the VM has 2 vCPU(s) (0-1)"),
+    ({"xdplab_generator_ports": ["0000:00:04.0", "0000:00:05.0", "0000:00:06.0"]},
+     "VM tg: xdplab_generator_ports names PCI address(es) 0000:00:06.0"),
+]
+
+
+@pytest.mark.no_traffic
+@pytest.mark.parametrize("change,message", INVENTORY_BAD, ids=["dpdk-port", "dut-port", "dut-cpus", "generator-port"])
+def test_vm_lab_inventory_bad_input_stops_before_any_vm(change, message):
+    # inventories/vm's experiment variables against its VMs (vm_lab_vms[].uses): refused before anything starts
+    name = "pytestinv%s" % secrets.token_hex(2)
+    p = playbook(dict(change, vm_lab_name=name, vm_lab_ifname_prefix="vmtx"), timeout=300)
+    assert p.returncode != 0
+    assert message in " ".join(p.stdout.split()), p.stdout[-3000:]
+    assert not os.path.exists("%s/labs/%s" % (VM_ROOT, name))
+
+
+@pytest.mark.no_traffic
+def test_host_tuning_reboot_refused_over_a_local_connection(tmp_path):
+    # host_tuning_reboot on the controller itself: the GRUB file (the test's own, regenerated with touch) changes,
+    # then the kernel role's tasks/reboot.yml refuses, naming the option, before anything reboots (ansible's reboot
+    # action refuses a local connection too). Nothing else of the controller is touched: no SMT, governor,
+    # irqbalance, hugepages or sysctls asked for (host_tuning_smt "on" is read only: the play stops before writes).
+    grub, marker = tmp_path / "grub", tmp_path / "update-grub-ran"
+    grub.write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet"\n')
+    play = tmp_path / "play.yml"
+    play.write_text(json.dumps([{
+        "name": "host_tuning with its reboot on the controller", "hosts": "localhost", "connection": "local",
+        "gather_facts": False,
+        "tasks": [{"name": "Host tuning", "ansible.builtin.include_role": {"name": "xdplab.testbed.host_tuning"},
+                   "vars": {"host_tuning_smt": "on", "host_tuning_governor": None, "host_tuning_irqbalance_stopped": False,
+                            "host_tuning_isolcpus": [0], "host_tuning_grub_file": str(grub),
+                            "host_tuning_grub_update_command": ["touch", str(marker)], "host_tuning_reboot": True}}],
+    }]))
+    p = run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", str(play), "-e",
+             json.dumps({"ansible_python_interpreter": sys.executable})], 300)
+    out = " ".join(p.stdout.split())
+    assert p.returncode != 0
+    assert "host_tuning_reboot is true but localhost is reached with connection local: the collection does not " \
+        "reboot the controller or a namespace of the virtual lab" in out, p.stdout[-3000:]
+    assert marker.exists() and 'isolcpus=0"' in grub.read_text()

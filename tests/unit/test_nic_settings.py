@@ -36,6 +36,12 @@ class FakeNic:
                             "--show-priv-flags": fixture("mlx5_priv_flags_from_seed000.txt"),
                             "-n": fixture("mlx5_ntuple_constructed.txt"), "-k": MLX5_K}
             interrupts = fixture("hw_proc_interrupts_constructed.txt")
+        elif driver == "virtio":
+            self.answers = {"-i": fixture("vmdut_virtio_i.txt"), "-l": fixture("vmdut_virtio_l.txt"),
+                            "-g": fixture("vmdut_virtio_g.txt"), "-k": fixture("vmdut_virtio_k.txt")}
+            for opt, name in (("-a", "a"), ("-n", "n"), ("--show-priv-flags", "showprivflags")):
+                self.answers[opt] = (1, "", fixture(f"vmdut_virtio_unsupported_{name}.txt"))
+            interrupts = fixture("vmdut_proc_interrupts.txt")
         else:
             self.answers = {"-i": fixture("veth_i.txt"), "-l": fixture("veth_l.txt"), "-k": fixture("veth_k.txt")}
             for opt, name in (("-g", "g"), ("-a", "a"), ("-n", "n"), ("--show-priv-flags", "showprivflags")):
@@ -44,11 +50,16 @@ class FakeNic:
         sysfs, procfs = tmp_path / "sys", tmp_path / "proc"
         (sysfs / "class/net" / ifname).mkdir(parents=True)
         (sysfs / "class/net" / ifname / "address").write_text(mac + "\n")
+        if driver == "virtio":
+            # /sys/class/net/ens4/device -> the virtio device under the PCI function, as in the VM
+            (sysfs / "devices/pci0000:00/0000:00:04.0/virtio2").mkdir(parents=True)
+            (sysfs / "class/net" / ifname / "device").symlink_to(sysfs / "devices/pci0000:00/0000:00:04.0/virtio2")
+        self.refuse = {}  # ethtool write option -> (rc, out, err) the driver answers
         (sysfs / "devices/system/cpu").mkdir(parents=True)
         (sysfs / "devices/system/cpu/online").write_text("0-1\n")
         procfs.mkdir()
         (procfs / "interrupts").write_text(interrupts)
-        for irq, aff in ((120, "0-1"), (121, "1"), (130, "0"), (131, "1")):
+        for irq, aff in ((120, "0-1"), (121, "1"), (130, "0"), (131, "1"), (31, "0"), (32, "0"), (33, "1"), (34, "1")):
             (procfs / "irq" / str(irq)).mkdir(parents=True)
             (procfs / "irq" / str(irq) / "smp_affinity_list").write_text(aff + "\n")
         self.procfs = procfs
@@ -65,7 +76,7 @@ class FakeNic:
             answer = self.answers[opt]
             return answer if isinstance(answer, tuple) else (0, answer, "")
         self.ran.append(" ".join(argv))
-        return 0, "", ""
+        return self.refuse.get(opt, (0, "", ""))
 
     def affinity(self, irq):
         return (self.procfs / "irq" / str(irq) / "smp_affinity_list").read_text().strip()
@@ -167,6 +178,56 @@ def test_veth_unsupported_fails_or_is_skipped_with_the_reason(monkeypatch, tmp_p
     assert "driver veth has no per-queue IRQs" in res["skipped_items"][4]["reason"]
     assert nic.ran == ["ethtool -L b0 rx 1"] and res["drift"] == [
         {"interface": "b0", "item": "channels.rx", "expected": 1, "actual": 2}]
+
+
+VIRTIO = {"interface": "ens4", "pci": "0000:00:04.0", "mac": "02:58:44:56:00:02", "channels": {"combined": 1},
+          "rings": {"rx": 128, "tx": 256}, "pause": {"autoneg": False, "rx": False, "tx": False},
+          "ntuple_udp_flows": 1, "irq_cpus": [1], "unsupported": "skip"}
+
+
+def test_virtio_net_channels_rings_and_both_irqs_of_a_queue(monkeypatch, tmp_path, capsys):
+    # the VM lab's DUT port (real ethtool output and /proc/interrupts of the VM): channels and rings through
+    # virtio-net's ethtool, queue 0's RX and TX vectors (virtio2-input.0, virtio2-output.0) pinned by the virtio
+    # device's name; pause and n-tuple steering skipped with the driver's answer
+    nic = FakeNic(monkeypatch, tmp_path, driver="virtio", ifname="ens4", mac="02:58:44:56:00:02")
+    res = run(VIRTIO, capsys)
+    assert res["driver"] == "virtio_net" and res["bus_info"] == "0000:00:04.0"
+    assert nic.ran == ["ethtool -L ens4 combined 1", "ethtool -G ens4 rx 128"]
+    assert nic.affinity(31) == "1" and nic.affinity(32) == "1" and nic.affinity(33) == "1"
+    assert [s["item"] for s in res["skipped_items"]] == ["pause", "ntuple_rules"]
+    assert all("Operation not supported" in s["reason"] for s in res["skipped_items"])
+    assert set(res["state"]["irq_affinity"]) == {"queue0", "queue0.tx"}
+    # converged: the drift check finds nothing
+    res = run({**VIRTIO, "verify": True, "channels": {"combined": 2}, "rings": {"rx": 256}}, capsys)
+    assert res["drift"] == [] and res["changed"] is False
+
+
+def test_virtio_net_refusals_are_named_per_setting(monkeypatch, tmp_path, capsys):
+    nic = FakeNic(monkeypatch, tmp_path, driver="virtio", ifname="ens4", mac="02:58:44:56:00:02")
+    # a ring size that is not a power of two: virtio-net answers ENOMEM; refused before any change
+    res = run({**VIRTIO, "rings": {"rx": 200}}, capsys)
+    assert res["failed"] and "rings.rx=200: driver virtio_net keeps its rings in split virtqueues, whose size is a " \
+        "power of two" in res["msg"] and nic.ran == []
+    # an older guest kernel (no ring resize): the write is refused; skipped, or failed, naming rings and why
+    nic.refuse["-G"] = (1, "", "netlink error: Operation not supported")
+    res = run(VIRTIO, capsys)
+    rings = next(s for s in res["skipped_items"] if s["item"] == "rings")
+    assert "driver virtio_net refuses to change it" in rings["reason"] and "VIRTIO_F_RING_RESET" in rings["reason"]
+    assert nic.affinity(31) == "1"  # the settings after it still ran
+    res = run({**VIRTIO, "unsupported": "fail", "pause": None, "ntuple_udp_flows": 0}, capsys)
+    assert res["failed"] and "ens4: rings is not supported: driver virtio_net refuses to change it" in res["msg"]
+
+
+def test_virtio_net_without_a_vector_per_queue(monkeypatch, tmp_path, capsys):
+    # vectors too few: virtio-net shares one IRQ among its virtqueues (virtio2-virtqueues); named with the reason
+    nic = FakeNic(monkeypatch, tmp_path, driver="virtio", ifname="ens4", mac="02:58:44:56:00:02")
+    text = (nic.procfs / "interrupts").read_text()
+    shared = "\n".join(line for line in text.splitlines() if "virtio2-" not in line)
+    (nic.procfs / "interrupts").write_text(shared + "\n 31:  5  5  PCI-MSI 65537-edge      virtio2-virtqueues\n")
+    res = run({"interface": "ens4", "irq_cpus": [1], "unsupported": "skip"}, capsys)
+    reason = res["skipped_items"][0]["reason"]
+    assert res["skipped_items"][0]["item"] == "irq_affinity" and "virtio2-input.0" in reason
+    assert "vectors= at least 2 x queues + 2" in reason and "virtio2 has one for all its queues (virtio2-virtqueues)" in reason
 
 
 def test_parsers_on_the_fixtures():
