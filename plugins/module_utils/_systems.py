@@ -24,13 +24,13 @@ tests it.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import string
 from dataclasses import dataclass, field
 
 from ansible_collections.xdplab.testbed.plugins.module_utils import _netfilter
+from ansible_collections.xdplab.testbed.plugins.module_utils._libbpf import file_sha256
 
 
 @dataclass(frozen=True)
@@ -258,14 +258,6 @@ def needs(matrix_systems, systems, check):
     return any(check in KINDS[k].preflight for k in kinds_in(matrix_systems, systems))
 
 
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 16), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _xdp_custom_errors(where, entry):
     """A user's XDP program: one of source or object, a file each, the program's name, variables a mapping."""
     errors = []
@@ -414,7 +406,7 @@ def _xdp_custom_entry(name, entry, prefix):
         "object": custom_object_path(prefix, name),
         "program": entry["program"],
         "variables": dict(entry.get("variables") or {}),
-        "given": {"source" if entry.get("source") else "object": str(given), "sha256": _sha256(given)},
+        "given": {"source" if entry.get("source") else "object": str(given), "sha256": file_sha256(given)},
     }
 
 
@@ -431,7 +423,7 @@ def _linux_custom_entry(name, entry, _prefix):
         "label": entry.get("label", name),
         "ruleset": path,
         "tables": tables,
-        "given": {"ruleset": path, "sha256": _sha256(path)},
+        "given": {"ruleset": path, "sha256": file_sha256(path)},
     }
 
 
@@ -451,7 +443,7 @@ def _af_xdp_custom_entry(name, entry, prefix):
         "label": entry.get("label", name),
         "binary": custom_binary_path(prefix, name),
         "args": [str(a) for a in entry.get("args") or []],
-        "given": {"binary": path, "sha256": _sha256(path)},
+        "given": {"binary": path, "sha256": file_sha256(path)},
     }
 
 

@@ -12,8 +12,12 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_ab_ndr import namespaces, records  # the virtual lab's namespaces, a run's records
 
 pytestmark = pytest.mark.root
 
@@ -32,16 +36,6 @@ FAST = {"xdplab_testbed_dpdk": False, "xdplab_testbed_tuning": False, "experimen
 def needs_root():
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, XDP)")
-
-
-def namespaces():
-    out = subprocess.run(["ip", "-j", "netns", "list"], capture_output=True, text=True, check=False).stdout
-    return {n["name"] for n in json.loads(out or "[]") if n["name"].startswith("xdplab-")}
-
-
-def records(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def run(playbook, extra, results, timeout=600, skip_tags=None, example=True):
