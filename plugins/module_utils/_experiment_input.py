@@ -438,7 +438,8 @@ def input_errors(
     )  # fmt: skip
 
     # the CPU roles: the DUT's, housekeeping's and (on one machine) the generator's never share (_cpu_layout's rules)
-    errors += _cpu_role_errors(dut, gen, host, gen_host, vlab, online_cpus)
+    if not options.get("experiment_shared_cpus"):
+        errors += _cpu_role_errors(dut, gen, host, gen_host, vlab, online_cpus)
 
     # the generator host and its backend
     if gen is None:

@@ -209,6 +209,9 @@ def test_cpu_roles_disjoint_by_the_layouts_rules(tmp_path):
     assert errors(online=[0, 1, 2, 3], tmp=tmp_path)[0].startswith(
         "dut: xdplab_housekeeping_cpus: [0] overlaps tg's xdplab_generator_cpus [0] on the same machine (CPU 0)"
     )
+    # experiment_shared_cpus (molecule default: 2-core trials on 2 CPUs): the roles may share
+    shared = {"experiment_shared_cpus": True}
+    assert errors(options=shared, gen=_gen(xdplab_generator_cpus=[0, 1]), dut=_dut(xdplab_dut_cpus=[0, 1]), tmp=tmp_path) == []
     # on two machines the generator's CPUs are its own machine's
     from ansible_collections.xdplab.testbed.plugins.module_utils._experiment_input import input_errors
 
