@@ -19,6 +19,12 @@ RULESET = os.path.join(ROOT, "tests", "integration", "files", "custom_drop.nft")
 DUT_NS = "xdplab-dut"
 
 
+# one short trial per system on one core, no DPDK and no host tuning on the virtual lab
+SHORT = {"paper_drop_cores": [1], "paper_drop_repetitions": 1, "experiment_samples": 1, "experiment_warmup": 1,
+         "experiment_interval": 1, "experiment_generator_slack": 5, "experiment_drift_check": False,
+         "xdplab_testbed_dpdk": False, "xdplab_testbed_tuning": False}  # fmt: skip
+
+
 @pytest.mark.root
 def test_paper_drop_runs_a_users_nftables_ruleset(lab_playbook):
     with open(RULESET, "rb") as f:
@@ -26,15 +32,7 @@ def test_paper_drop_runs_a_users_nftables_ruleset(lab_playbook):
     extra = {
         "xdplab_custom_systems": {"my_rules": {"kind": "linux", "ruleset": RULESET, "label": "my nft rules"}},
         "xdplab_drop_systems": ["linux_raw"],
-        "paper_drop_cores": [1],
-        "paper_drop_repetitions": 1,
-        "experiment_samples": 1,
-        "experiment_warmup": 1,
-        "experiment_interval": 1,
-        "experiment_generator_slack": 5,
-        "experiment_drift_check": False,
-        "xdplab_testbed_dpdk": False,
-        "xdplab_testbed_tuning": False,
+        **SHORT,
     }
     records = lab_playbook("paper_drop", extra, installed=("bin/xdplab-trafficgen",))
     by_system = {r["point"]["system"]: r for r in records}
@@ -67,15 +65,7 @@ def test_paper_drop_runs_a_users_af_xdp_binary(lab_playbook):
         "xdplab_custom_systems": {"my_xsk": {"kind": "af_xdp", "binary": XSK_BENCH, "args": args}},
         # the kind's built-in system beside it (its own task files since the kind dispatches to bench_ or user_)
         "xdplab_drop_systems": ["af_xdp_copy"],
-        "paper_drop_cores": [1],
-        "paper_drop_repetitions": 1,
-        "experiment_samples": 1,
-        "experiment_warmup": 1,
-        "experiment_interval": 1,
-        "experiment_generator_slack": 5,
-        "experiment_drift_check": False,
-        "xdplab_testbed_dpdk": False,
-        "xdplab_testbed_tuning": False,
+        **SHORT,
     }
     records = lab_playbook("paper_drop", extra, installed=("bin/xdplab-trafficgen", "bin/xdplab-xsk-bench"))
     with open(XSK_BENCH, "rb") as f:  # installed by the run when it was not this tree's
