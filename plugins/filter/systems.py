@@ -49,10 +49,6 @@ def custom_programs(custom):
     return _systems.custom_programs(custom)
 
 
-def custom_system_errors(custom, systems):
-    return _systems.custom_errors(custom or {}, systems)
-
-
 def system_matrix(names, axes, systems, dut_cpus=(), dpdk_main_lcore=0):
     return _systems.system_matrix(names, axes, systems, dut_cpus, dpdk_main_lcore)
 
@@ -83,7 +79,6 @@ class FilterModule:
                 trial_values,
                 measured_provenance,
                 with_custom_systems,
-                custom_system_errors,
                 system_matrix,
                 systems_need,
                 system_kinds,
