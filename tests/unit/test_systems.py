@@ -39,9 +39,16 @@ def _planned(**point):
     return {"trial_id": "abc", "point": point, "repetition": 1, "index": 1, "total": 4}
 
 
-def test_every_builtin_system_has_a_kind_with_task_files():
+def test_every_builtin_system_has_a_kind_with_a_provider_or_task_files():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PROVIDERS
+
     for name, system in _builtin().items():
         kind = _systems.kind_of(system, name)
+        if kind.name in PROVIDERS:
+            provider = PROVIDERS[kind.name]
+            assert all(callable(getattr(provider, p, None)) for p in ("setup", "measure", "teardown")), kind.name
+            assert not os.path.isdir(os.path.join(ROOT, "roles", "experiment", "tasks", "systems", kind.name)), kind.name
+            continue
         for phase in ("setup", "measure", "teardown"):
             path = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", kind.name, phase + ".yml")
             assert os.path.isfile(path), f"{name}: kind {kind.name} lacks {path}"
@@ -51,7 +58,7 @@ def test_no_system_name_in_the_trial_runners_task_files():
     """Issue 26: the variation is in the registry; the task files keep the order (set up, measure, tear down)."""
     names = set(_builtin()) | set(_systems.KINDS)
     task_dir = os.path.join(ROOT, "roles", "experiment", "tasks")
-    for top in ("trial.yml", "preflight.yml", "cpu.yml", "trials.yml", "round.yml"):
+    for top in ("trial.yml", "preflight.yml", "trials.yml", "round.yml"):
         with open(os.path.join(task_dir, top)) as fh:
             text = fh.read()
         for name in names:

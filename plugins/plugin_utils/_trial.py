@@ -1,0 +1,440 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The trial runner's phases, in Python (issue 26 item 3): what roles/experiment/tasks/trial.yml calls, one phase per
+task, through the action plugin xdplab.testbed.trial.
+
+trial.yml keeps the order (set up, start the generator, measure, stop, record, tear down) and nothing else; each
+phase here reads the trial's one state object (the previous phase's result, registered as ``__experiment_state``),
+runs its modules on the task's host (the DUT, or the generator host where the task is delegated there) and returns
+the object with its own part added:
+
+    trial       the trial's values (module_utils/_systems.trial_values), made by ``setup``
+    program     what runs on the DUT (a provider's setup)
+    started     the generator's start (its started_epoch: a measure's warm-up counts from it)
+    cpu_before  the DUT's CPU snapshot before a window that the measure does not bracket itself
+    measured    the measure module's result
+    cpu         the DUT's CPU usage over the window
+    generator   the generator's stop (its summary; removed: its run files are gone)
+    line        the trial's one-line result, once recorded
+
+A kind of system whose setup, measure and teardown are Python is a *provider* here (PROVIDERS; the ``xdp`` kind
+first). The other kinds still have task files (tasks/systems/<kind>/), which trial.yml includes after the phase of
+the same name: the trial's state says which (``trial.tasks``), and what those files register
+(``__experiment_measured``, ``__experiment_program``, ``__experiment_traffic``) is read from the task's variables.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
+from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage, trial_record
+from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ControllerModule, ModuleFailure
+
+# the keys of the state object a phase passes on (the rest of a registered result is Ansible's)
+STATE_KEYS = ("trial", "program", "started", "cpu_before", "measured", "cpu", "generator", "line")
+# the connections whose host is this machine: /proc of every namespace of it is the controller's own
+THIS_MACHINE = ("local", "xdplab.testbed.netns")
+
+
+class PhaseFailure(Exception):
+    """A module of a phase failed: its result (msg, process, summary) becomes the task's failed result."""
+
+    def __init__(self, result):
+        super().__init__(result.get("msg", ""))
+        self.result = result
+
+
+class Phases:
+    """The phases of one trial, run by the action plugin xdplab.testbed.trial for the task's host."""
+
+    def __init__(self, action, task_vars):
+        self.action = action
+        self.task_vars = task_vars
+        previous = task_vars.get("__experiment_state")
+        self.state = {k: copy.deepcopy(previous[k]) for k in STATE_KEYS if isinstance(previous, dict) and k in previous}
+        self.changed = False
+
+    # -- reading the play's variables and running modules -------------------------------------------------------
+    def var(self, name, default=None):
+        """A variable of the task's host, templated (role defaults and inventory values may be templates)."""
+        if name not in self.task_vars:
+            return default
+        value = self.action._templar.template(self.task_vars[name])
+        return default if value is None else value
+
+    def module(self, name, args):
+        """Run a module on the task's host (the delegated one where the task is delegated); raise on failure."""
+        args = {k: v for k, v in args.items() if v is not None}
+        result = self.action._execute_module(module_name=name, module_args=args, task_vars=self.task_vars)
+        if result.get("failed"):
+            raise PhaseFailure(result)
+        self.changed = self.changed or bool(result.get("changed"))
+        return result
+
+    def on_this_machine(self):
+        """Whether the task's host is this machine, reached without become (its /proc is the worker's own)."""
+        connection = self.action._connection
+        return getattr(connection, "transport", None) in THIS_MACHINE and not self.action._play_context.become
+
+    @staticmethod
+    def in_process(worker, spec, params, required_if=None):
+        """Run a module's worker class in this process (the module's own argument spec validates the params)."""
+        validated = ArgumentSpecValidator(spec, required_if=required_if).validate(
+            {k: v for k, v in params.items() if v is not None}
+        )
+        if validated.error_messages:
+            raise PhaseFailure({"failed": True, "msg": "; ".join(validated.error_messages)})
+        module = ControllerModule(validated.validated_parameters, check_mode=False, diff=False)
+        try:
+            return worker(module).run()
+        except ModuleFailure as exc:
+            raise PhaseFailure(exc.result) from exc
+
+    # -- what every phase knows ---------------------------------------------------------------------------------
+    @property
+    def trial(self):
+        return self.state["trial"]
+
+    def provider(self):
+        return PROVIDERS.get(self.trial["kind"])
+
+    def measured(self):
+        """The measure's result: the provider's, or what a kind's task files registered."""
+        if self.provider():
+            return self.state.get("measured") or {}
+        return self.var("__experiment_measured", {}) or {}
+
+    def program(self):
+        if self.provider():
+            return self.state.get("program") or {}
+        return self.var("__experiment_program", {}) or {}
+
+    def traffic(self):
+        """Traffic a system's setup asks for instead of the generator host's own (tasks' __experiment_traffic)."""
+        return self.var("__experiment_traffic", {}) or {}
+
+    def run_dir(self):
+        # per DUT and trial: <run_dir>/<dut>/<trial id>.state.json (nothing is read across trials)
+        return f"{self.var('xdplab_generator_run_dir')}/{self.task_vars['inventory_hostname']}"
+
+    # -- the phases ---------------------------------------------------------------------------------------------
+    def setup(self):
+        """The trial's values (decided once, by the registry of kinds), then the provider's setup."""
+        planned = self.var("__experiment_planned")
+        settings = {
+            "dut_cpus": self.var("xdplab_dut_cpus", []),
+            "dpdk_main_lcore": self.var("xdplab_dpdk_main_lcore", 0),
+            "dut_interface": self.var("xdplab_dut_interface"),
+            "warmup": self.var("experiment_warmup"),
+            "interval": self.var("experiment_interval"),
+            "samples": self.var("experiment_samples"),
+            "generator_slack": self.var("experiment_generator_slack"),
+            "window_lead": self.var("experiment_window_lead"),
+            "cpu_bpf_stats": _bool(self.var("experiment_cpu_bpf_stats", True)),
+            "now": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        try:
+            trial = _systems.trial_values(planned, self.var("__experiment_systems", {}), settings)
+        except _systems.SystemsError as exc:
+            raise PhaseFailure({"failed": True, "msg": str(exc)}) from exc
+        trial["tasks"] = trial["kind"] not in PROVIDERS
+        self.state = {"trial": trial, "program": {}}
+        provider = self.provider()
+        if provider:
+            self.state["program"] = provider.setup(self)
+
+    def start(self):
+        """Start the generator (the task is delegated to the generator host)."""
+        gen, traffic, trial = self.var("__experiment_gen"), self.traffic(), self.trial
+        started = self.module(
+            "xdplab.testbed.traffic_generator",
+            {
+                "backend": traffic.get("backend", gen["backend"]),
+                "state": "started",
+                "run_dir": self.run_dir(),
+                "name": trial["id"],
+                "interface": gen["interface"],
+                "src_mac": gen.get("mac"),
+                "dst_mac": self.var("xdplab_dut_mac"),
+                "src_ip": gen.get("ip"),
+                "dst_ip": self.var("xdplab_dut_ip"),
+                "packet_len": trial["packet_len"],
+                "stream_count": trial["cores"],
+                "queues": self.var("__experiment_rx_queues"),
+                "cpus": gen.get("cpus"),
+                "duration": trial["seconds"],
+                "rate_pps": traffic.get("rate_pps", trial["rate_pps"]),
+                "port_base": self.var("xdplab_port_base"),
+                "backend_options": traffic.get("options", gen.get("options")),
+                "binary": f"{self.var('xdplab_bpf_prefix')}/bin/xdplab-trafficgen",
+            },
+        )
+        # a measure's warm-up counts from it (warmup_from), not from that task's own start
+        self.state["started"] = {"started_epoch": started.get("started_epoch")}
+
+    def measure(self):
+        """A window the measure does not bracket starts with a CPU snapshot; then the provider's measure, and for
+        such a window its end: the CPU reading while the generator still sends (the kinds with task files: the
+        phase ``cpu`` after their measure)."""
+        trial = self.trial
+        if not trial["cpu_windowed"]:
+            self.state["cpu_before"] = self.module(
+                "xdplab.testbed.cpu_usage",
+                {
+                    "cpus": trial["cpus"],
+                    "snapshot_only": True,
+                    "work_interfaces": [self.var("xdplab_dut_interface")],
+                    "work_comms": self.var("__experiment_cpu_work_comms", []),
+                    "bpf_interfaces": trial["cpu_bpf_interfaces"],
+                },
+            )["snapshot"]
+        provider = self.provider()
+        if provider:
+            self.state["measured"] = provider.measure(self)
+            if not trial["cpu_windowed"]:
+                self.cpu()
+
+    def cpu(self):
+        """The DUT's CPU usage over the measurement window (contract 3): between the measure's own snapshots
+        (cpu_window) or from the snapshot before the measure until now."""
+        trial, measured = self.trial, self.measured()
+        own_window = bool(trial["cpu_windowed"])
+        if own_window and not isinstance(measured.get("cpu_window"), dict):
+            raise PhaseFailure(
+                {
+                    "failed": True,
+                    "msg": f"the measure task of {trial['kind']} returned no cpu_window (its CPU snapshots at the window's "
+                    "edges): the trial has no CPU figures for its window; the measure task's warnings say which read failed",
+                }
+            )
+        ended = isinstance(measured.get("threads"), dict)
+        args = {
+            "cpus": trial["cpus"],
+            "since": measured["cpu_window"]["start"] if own_window else self.state.get("cpu_before"),
+            "until": measured["cpu_window"]["end"] if own_window else None,
+            "work_interfaces": [self.var("xdplab_dut_interface")],
+            "work_comms": self.var("__experiment_cpu_work_comms", []),
+            # a measure that ran its own process and stopped it read its threads just before: they count through
+            # this reading (all of that process's threads are work)
+            "ended_threads": [measured["threads"]] if ended and not own_window else [],
+            "work_pids": [measured["threads"]["pid"]] if ended else [],
+            "bpf_interfaces": [] if own_window else trial["cpu_bpf_interfaces"],
+        }
+        if args["since"] and args["until"] and not args["bpf_interfaces"] and self.on_this_machine():
+            # arithmetic on two snapshots of this machine: no module process (docs/BENCHMARKS.md)
+            self.state["cpu"] = self.in_process(lambda m: cpu_usage.CpuUsage(m), cpu_usage.ARGUMENT_SPEC, args)
+        else:
+            self.state["cpu"] = self.module("xdplab.testbed.cpu_usage", args)
+
+    def window_end(self):
+        """Phase ``cpu``: for a kind with task files whose window the measure does not bracket, the window ends with
+        this reading, while the generator still sends (a provider's measure phase has read it already)."""
+        if self.trial["tasks"] and not self.trial["cpu_windowed"]:
+            self.cpu()
+
+    def stop(self):
+        """Stop the generator and read what it sent (delegated to the generator host); its run files go with it."""
+        self.state["generator"] = self.module(
+            "xdplab.testbed.traffic_generator",
+            {
+                "backend": self.var("__experiment_gen")["backend"],
+                "state": "stopped",
+                "run_dir": self.run_dir(),
+                "name": self.trial["id"],
+                # a system's traffic that ends by itself (the TCP system's iperf3 client)
+                "wait": self.traffic().get("wait", False),
+                "duration": self.trial["seconds"],
+                "remove": True,
+            },
+        )
+
+    def record(self):
+        """The CPU usage of a window the measure bracketed (now that the generator no longer competes for the
+        housekeeping CPU), then the trial's JSON line, written here on the controller."""
+        trial, measured = self.trial, self.measured()
+        if trial["cpu_windowed"]:
+            self.cpu()
+        summary = self.state["generator"].get("summary") or {}
+        gen_provenance = dict(
+            self.var("__experiment_gen_provenance", {}),
+            backend=summary.get("backend", self.var("__experiment_gen")["backend"]),
+            version=summary.get("version"),
+            command=summary.get("command"),
+        )
+        args = {
+            "path": self.var("__experiment_records"),
+            "experiment": self.var("experiment_name"),
+            "trial": trial["record"],
+            "status": "ok",
+            "started_at": trial["started_at"],
+            "measurement": measured.get("measurement"),
+            "cpu": self.state.get("cpu"),
+            "generator": summary,
+            "kept_up_share": self.var("experiment_kept_up_share"),
+            "link_speed_gbit": self.var("experiment_link_speed_gbit"),
+            "provenance": {
+                "dut": self.var("__experiment_dut_provenance"),
+                "system": trial["system"],
+                "program": dict(self.program(), **_systems.measured_provenance(trial, measured)),
+                "generator": gen_provenance,
+                "trial": self.var("__experiment_timing"),
+                "controller": self.var("__experiment_controller"),
+            },
+        }
+        if "tcp" in summary:
+            # the TCP experiment's section: the client's goodput and retransmits, the DUT port's driver counters
+            args["tcp"] = dict(summary["tcp"], driver_rates=measured.get("rates") or {})
+        if _bool(self.var("experiment_latency", False)):
+            args["latency"] = (self.var("__experiment_latency", {}) or {}).get("latency")
+        recorded = self.in_process(
+            lambda m: trial_record.TrialRecorder(m), trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF
+        )
+        self.changed = self.changed or bool(recorded.get("changed"))
+        record = recorded.get("record") or {}
+        result = record.get("result") or {}
+        self.state["line"] = (
+            f"{trial['label']} {trial['name']} {trial['action']} {trial['touch']} {trial['packet_len']}B "
+            f"cores={trial['cores']} rep={trial['repetition']}: {_mpps((measured.get('measurement') or {}).get('pps'))} "
+            f"Mpps counted, {_mpps(summary.get('offered_pps'))} Mpps offered over the run, limit "
+            f"{(record.get('loss') or {}).get('limit', '?')}, CPU {','.join(str(c) for c in trial['cpus'])} busy "
+            f"{float(result.get('cpu_busy') or 0):.1f} %"
+        )
+
+    def failed(self):
+        """Record the failed trial (a re-run retries it): the failed task, its error, the process's exit and what a
+        generator that died had sent."""
+        planned = self.var("__experiment_planned")
+        failed_result = self.task_vars.get("ansible_failed_result") or {}
+        # a generator that died leaves a partial summary (what it sent until then)
+        partial = failed_result.get("generator_summary") if isinstance(failed_result, dict) else None
+        systems = self.var("__experiment_systems", {})
+        name = planned["point"]["system"]
+        trial = self.state.get("trial") if (self.state.get("trial") or {}).get("id") == planned["trial_id"] else None
+        program = {}
+        if trial:
+            program = self.program()
+        args = {
+            "path": self.var("__experiment_records"),
+            "experiment": self.var("experiment_name"),
+            "trial": planned,
+            "status": "failed",
+            "started_at": (trial or {}).get("started_at"),
+            "failure": self.var("__experiment_failure"),
+            "generator": partial if isinstance(partial, dict) else None,
+            "provenance": {
+                "dut": self.var("__experiment_dut_provenance"),
+                "system": dict(systems[name], name=name) if name in systems else {},
+                "program": program,
+                "generator": self.var("__experiment_gen_provenance"),
+                "trial": self.var("__experiment_timing"),
+                "controller": self.var("__experiment_controller"),
+            },
+        }
+        self.in_process(lambda m: trial_record.TrialRecorder(m), trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF)
+        self.changed = True
+
+    def cleanup(self):
+        """No generator left running (every exit path; delegated to the generator host): stops what still runs and
+        removes the run's files; not an error when nothing runs."""
+        self.module(
+            "xdplab.testbed.traffic_generator",
+            {
+                "backend": self.var("__experiment_gen")["backend"],
+                "state": "absent",
+                "run_dir": self.run_dir(),
+                "name": self.var("__experiment_planned")["trial_id"],
+            },
+        )
+
+    def teardown(self):
+        """The provider's teardown (every exit path; also after a setup that failed before the trial's values)."""
+        planned = self.var("__experiment_planned")
+        systems = self.var("__experiment_systems", {})
+        system = systems.get(planned["point"]["system"])
+        kind = (system or {}).get("impl")
+        self.state["teardown_tasks"] = bool(system) and kind not in PROVIDERS
+        if system and kind in PROVIDERS:
+            PROVIDERS[kind].teardown(self)
+
+
+class XdpProvider:
+    """Kind ``xdp``: an XDP program attached to the DUT port. The project's bpf/xdp_bench.bpf.c by default (the
+    action picks the program, the touch and count modes are .rodata variables); a custom system
+    (xdplab_custom_systems) names its own object (installed by the role bpf_programs), program and variables, and
+    is counted by the driver."""
+
+    @staticmethod
+    def setup(phases):
+        trial = phases.trial
+        system = trial["system"]
+        count = system.get("count", "program")
+        if trial["custom"]:
+            variables = system.get("variables") or {}
+        else:
+            variables = {
+                "touch_mode": phases.var("__experiment_touch_modes")[trial["touch"]],
+                "count_mode": phases.var("__experiment_count_modes")[count],
+            }
+        attached = phases.module(
+            "xdplab.testbed.xdp_program",
+            {
+                "interface": phases.var("xdplab_dut_interface"),
+                "state": "present",
+                "object": system.get("object", f"{phases.var('xdplab_bpf_prefix')}/lib/bpf/xdp_bench.bpf.o"),
+                "program": system.get("program", f"xdp_bench_{trial['action']}"),
+                "mode": phases.var("xdplab_xdp_mode", "native"),
+                "variables": variables,
+            },
+        )
+        program = {k: attached[k] for k in phases.var("__experiment_xdp_program_keys", []) if k in attached}
+        if trial["custom"]:
+            program["given"] = system["given"]
+        return program
+
+    @staticmethod
+    def measure(phases):
+        trial = phases.trial
+        return phases.module(
+            "xdplab.testbed.xdp_stats",
+            {
+                "interface": phases.var("xdplab_dut_interface"),
+                "count": trial["system"].get("count", "program"),
+                "action": trial["action"],
+                "warmup": phases.var("experiment_warmup"),
+                # the warm-up counts from the generator's start (the module's own start-up is part of it)
+                "warmup_from": (phases.state.get("started") or {}).get("started_epoch"),
+                "interval": phases.var("experiment_interval"),
+                "samples": phases.var("experiment_samples"),
+                # CPU snapshots at the window's edges, for the CPU usage of the record phase
+                "cpu_window_cpus": trial["cpus"] if trial["cpu_windowed"] else [],
+            },
+        )
+
+    @staticmethod
+    def teardown(phases):
+        phases.module(
+            "xdplab.testbed.xdp_program",
+            {"interface": phases.var("xdplab_dut_interface"), "state": "absent", "mode": phases.var("xdplab_xdp_mode", "native")},
+        )
+
+
+# the kinds whose setup, measure and teardown are Python (the others: tasks/systems/<kind>/)
+PROVIDERS = {"xdp": XdpProvider}
+
+
+def _bool(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def _mpps(pps):
+    """As the filter xdplab.testbed.mpps: Mpps rounded to 2 decimals."""
+    try:
+        return round(float(pps) / 1e6, 2)
+    except (TypeError, ValueError):
+        return "?"
