@@ -422,8 +422,105 @@ class XdpProvider:
         )
 
 
+class LinuxProvider:
+    """Kind ``linux``: the DUT's own network stack drops the test flows, in the raw table (before connection
+    tracking, the paper's "Linux (raw)"), after conntrack ("Linux (conntrack)"), or by a user's nftables ruleset (a
+    custom system, mode ruleset: the file's text is read here on the controller and loaded as it is; counted by its
+    rules that count and then drop). No XDP program: frames take the normal receive path."""
+
+    @staticmethod
+    def setup(phases):
+        trial = phases.trial
+        system = trial["system"]
+        ruleset = None
+        if trial["custom"]:
+            with open(system["ruleset"], encoding="utf-8") as fh:
+                ruleset = fh.read()
+        dropping = phases.module(
+            "xdplab.testbed.netfilter_drop",
+            {
+                "state": "present",
+                "backend": phases.var("xdplab_netfilter_backend"),
+                "mode": system["mode"],
+                "interface": phases.var("xdplab_dut_interface"),
+                "port_base": phases.var("xdplab_port_base"),
+                "port_count": len(phases.var("xdplab_dut_cpus", [])),
+                "ruleset": ruleset,
+                "tables": system.get("tables"),
+            },
+        )
+        program = {k: v for k, v in dropping.items() if k not in ("changed", "diff", "invocation", "failed")}
+        if trial["custom"]:
+            program["given"] = system["given"]
+        return program
+
+    @staticmethod
+    def measure(phases):
+        trial = phases.trial
+        return phases.module(
+            "xdplab.testbed.netfilter_stats",
+            {
+                "backend": phases.var("xdplab_netfilter_backend"),
+                "mode": trial["system"]["mode"],
+                # a user's ruleset (mode ruleset): the tables it declares
+                "tables": trial["system"].get("tables"),
+                "interface": phases.var("xdplab_dut_interface"),
+                "warmup": phases.var("experiment_warmup"),
+                "warmup_from": (phases.state.get("started") or {}).get("started_epoch"),
+                "interval": phases.var("experiment_interval"),
+                "samples": phases.var("experiment_samples"),
+                "cpu_window_cpus": trial["cpus"] if trial["cpu_windowed"] else [],
+            },
+        )
+
+    @staticmethod
+    def teardown(phases):
+        # the module's own drop table, or exactly the tables of a user's ruleset (read from the system's entry: the
+        # trial's values may not exist when the trial failed before them)
+        planned = phases.var("__experiment_planned")
+        system = phases.var("__experiment_systems", {})[planned["point"]["system"]]
+        phases.module(
+            "xdplab.testbed.netfilter_drop",
+            {
+                "state": "absent",
+                "backend": phases.var("xdplab_netfilter_backend"),
+                "interface": phases.var("xdplab_dut_interface"),
+                "tables": system.get("tables"),
+            },
+        )
+
+
+class LatencyFloorProvider:
+    """Kind ``latency_floor`` (issue 9): the generator straight to its own sink, no DUT program in between. The sink
+    is on the DUT's ingress port (tasks/latency/setup.yml attaches it and tasks/latency/teardown.yml removes it), one
+    hop from the generator: what the stamp, the generator's batch flush, the hop and the sink add to every system's
+    number. Nothing else runs on the DUT."""
+
+    @staticmethod
+    def setup(phases):
+        return {"name": "xdp_latency_sink", "where": phases.var("xdplab_dut_interface"), "note": "latency floor"}
+
+    @staticmethod
+    def measure(phases):
+        # the stamped frames the sink receives over the window (at: generator_rx: no DUT counts here)
+        return phases.module(
+            "xdplab.testbed.latency_stats",
+            {
+                "interface": phases.var("xdplab_dut_interface"),
+                "state": "measured",
+                "warmup": phases.var("experiment_warmup"),
+                "interval": phases.var("experiment_interval"),
+                "samples": phases.var("experiment_samples"),
+            },
+        )
+
+    @staticmethod
+    def teardown(phases):
+        """Nothing of its own to tear down."""
+
+
 # the kinds whose setup, measure and teardown are Python (the others: tasks/systems/<kind>/)
-PROVIDERS = {"xdp": XdpProvider}
+PROVIDERS = {"xdp": XdpProvider, "linux": LinuxProvider, "latency_floor": LatencyFloorProvider}
 
 
 def _bool(value):

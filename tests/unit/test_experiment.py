@@ -167,7 +167,14 @@ def test_every_system_has_an_implementation_with_setup_measure_teardown():
     # the kinds are the registry's (plugins/module_utils/_systems.py)
     impls = list(_systems.KINDS)
     assert {s["impl"] for s in defaults["experiment_systems"].values()} == set(impls)
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PROVIDERS
+
     for impl in impls:
+        if impl in PROVIDERS:
+            # a kind set up, measured and torn down in Python (plugin_utils/_trial.py): no task files
+            assert all(callable(getattr(PROVIDERS[impl], step, None)) for step in ("setup", "measure", "teardown")), impl
+            assert not (ROLE / "tasks" / "systems" / impl).exists(), impl
+            continue
         for step in ("setup", "measure", "teardown"):
             assert (ROLE / "tasks" / "systems" / impl / ("%s.yml" % step)).is_file(), (impl, step)
         # a system's measure is one task, registered as the trial reads it; a forwarding system brackets its one
