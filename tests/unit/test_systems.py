@@ -306,15 +306,18 @@ def test_custom_ruleset_errors_name_the_field_and_the_value(tmp_path):
         _systems.with_custom(_builtin(), {"x": cases["d"][0]}, "/p")
 
 
-def test_no_system_name_in_the_linux_kinds_task_files():
-    """The linux kind's variation (raw, conntrack, a user's ruleset) is in the modules and the registry's entry."""
+def test_no_system_name_in_the_kinds_providers():
+    """A kind's variation (raw, conntrack, a user's ruleset; the benchmark program or a user's) is in the modules and
+    the registry's entry: no provider (plugin_utils/_trial.py) names a system."""
+    import inspect
+
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PROVIDERS
+
     names = set(_builtin())
-    kind_dir = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", "linux")
-    for phase in sorted(os.listdir(kind_dir)):
-        with open(os.path.join(kind_dir, phase)) as fh:
-            text = fh.read()
+    for kind, provider in PROVIDERS.items():
+        text = inspect.getsource(provider)
         for name in names:
-            assert f"'{name}'" not in text and f'"{name}"' not in text, f"linux/{phase} names the system {name}"
+            assert f"'{name}'" not in text and f'"{name}"' not in text, f"the provider of {kind} names the system {name}"
 
 
 def test_with_custom_adds_a_users_af_xdp_binary(tmp_path):
