@@ -66,6 +66,11 @@ trial:
     C(tasks) (its kind is set up and measured by task files).
   returned: always, after V(setup)
   type: dict
+traffic:
+  description: What the generator offers instead of its host's own (C(backend), C(options), C(wait); the TCP system's
+    iperf3 client).
+  returned: after V(setup), for a kind whose provider sets it
+  type: dict
 program:
   description: What runs on the DUT (for XDP the program's id, tag, name, mode, object and its sha256).
   returned: after V(setup)

@@ -11,6 +11,7 @@ the object with its own part added:
 
     trial       the trial's values (module_utils/_systems.trial_values), made by ``setup``
     program     what runs on the DUT (a provider's setup)
+    traffic     what the generator offers instead of its host's own (a provider's setup: the TCP system's client)
     started     the generator's start (its started_epoch: a measure's warm-up counts from it)
     cpu_before  the DUT's CPU snapshot before a window that the measure does not bracket itself
     measured    the measure module's result
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import math
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
@@ -35,7 +37,7 @@ from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage, trial_
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ControllerModule, ModuleFailure
 
 # the keys of the state object a phase passes on (the rest of a registered result is Ansible's)
-STATE_KEYS = ("trial", "program", "started", "cpu_before", "measured", "cpu", "generator", "line")
+STATE_KEYS = ("trial", "program", "traffic", "started", "cpu_before", "measured", "cpu", "generator", "line")
 # the connections whose host is this machine: /proc of every namespace of it is the controller's own
 THIS_MACHINE = ("local", "xdplab.testbed.netns")
 
@@ -114,8 +116,22 @@ class Phases:
         return self.var("__experiment_program", {}) or {}
 
     def traffic(self):
-        """Traffic a system's setup asks for instead of the generator host's own (tasks' __experiment_traffic)."""
-        return self.var("__experiment_traffic", {}) or {}
+        """Traffic a system's setup asks for instead of the generator host's own ({backend, options, rate_pps, wait}:
+        the TCP system's iperf3 client): a provider's, with what task files set (__experiment_traffic: the latency
+        experiment's stamps, a kind with task files) over it."""
+        traffic = dict(self.state.get("traffic") or {})
+        traffic.update(self.var("__experiment_traffic", {}) or {})
+        return traffic
+
+    def host_var(self, host, name, default=None):
+        """A variable of another inventory host (the generator host's), templated."""
+        hostvars = self.task_vars.get("hostvars") or {}
+        try:
+            value = hostvars[host][name]
+        except KeyError:
+            return default
+        value = self.action._templar.template(value)
+        return default if value is None else value
 
     def run_dir(self):
         # per DUT and trial: <run_dir>/<dut>/<trial id>.state.json (nothing is read across trials)
@@ -519,8 +535,98 @@ class LatencyFloorProvider:
         """Nothing of its own to tear down."""
 
 
+class TcpProvider:
+    """Kind ``tcp`` (the TCP experiment, seeds/002): an iperf3 server on the DUT, pinned to xdplab_iperf3_server_cpus,
+    and the program of the point's ``program`` axis on the DUT port (__experiment_tcp_programs): none, or
+    bpf/xdp_bench.bpf.c's xdp_bench_pass natively, generically (skb) or natively after reading the headers (touch
+    read). The program counts nothing (count_mode driver): the driver's counters count, so our own counting is not
+    what gets measured. The traffic is the generator backend iperf3 (the client on the generator host,
+    xdplab_iperf3_client_cpus), in the state's ``traffic``."""
+
+    @staticmethod
+    def setup(phases):
+        trial = phases.trial
+        point = trial["point"]
+        tcp = phases.var("__experiment_tcp_programs")[point.get("program", "none")]
+        interface = phases.var("xdplab_dut_interface")
+        server = phases.module(
+            "xdplab.testbed.iperf3_server",
+            {
+                "state": "present",
+                "cpus": phases.var("xdplab_iperf3_server_cpus"),
+                "bind": phases.var("xdplab_dut_ip"),
+                "port": phases.var("xdplab_iperf3_port"),
+            },
+        )
+        program = {
+            "system": trial["kind"],
+            "xdp_program": tcp["program"],
+            "count_mode": "driver",
+            "iperf3_server": {"command": server.get("command"), "version": server.get("version", "")},
+        }
+        if tcp["program"] == "none":
+            phases.module("xdplab.testbed.xdp_program", {"interface": interface, "state": "absent"})
+        else:
+            attached = phases.module(
+                "xdplab.testbed.xdp_program",
+                {
+                    "interface": interface,
+                    "state": "present",
+                    "object": f"{phases.var('xdplab_bpf_prefix')}/lib/bpf/xdp_bench.bpf.o",
+                    "program": "xdp_bench_pass",
+                    "mode": tcp["mode"],
+                    "variables": {
+                        "touch_mode": phases.var("__experiment_touch_modes")[tcp["touch"]],
+                        "count_mode": phases.var("__experiment_count_modes")["driver"],
+                    },
+                },
+            )
+            program.update({k: attached[k] for k in phases.var("__experiment_xdp_program_keys", []) if k in attached})
+        gen = phases.var("__experiment_gen")
+        warmup = math.ceil(float(phases.var("experiment_warmup")))
+        window = float(phases.var("experiment_interval")) * int(phases.var("experiment_samples"))
+        phases.state["traffic"] = {
+            "backend": "iperf3",
+            # the trial's stop waits for the client to end by itself (iperf3 exits 1 after SIGINT, without receiver sums)
+            "wait": True,
+            "options": {
+                "server": phases.var("xdplab_dut_ip"),
+                "port": phases.var("xdplab_iperf3_port"),
+                "streams": int(point.get("streams", 1)),
+                "window": str(point.get("window", "default")),
+                "cpus": phases.host_var(gen["host"], "xdplab_iperf3_client_cpus", gen.get("cpus")),
+                # the client ends by itself after the DUT's window (so its JSON has the receiver's sums); its first
+                # experiment_warmup seconds are left out of them (--omit), as they are of the DUT's window
+                "omit": warmup,
+                "time": math.ceil(window + float(phases.var("xdplab_iperf3_tail_s"))) + warmup,
+            },
+        }
+        return program
+
+    @staticmethod
+    def measure(phases):
+        # the DUT port's driver counters over the trial's window (ethtool -S): the packets it received (the
+        # measurement's pps) and, where the driver has them, its page and cache counters; goodput and retransmits
+        # come from the client (the generator's summary, the record's tcp section)
+        return phases.module(
+            "xdplab.testbed.ethtool_stats",
+            {
+                "devices": [phases.var("xdplab_dut_interface")],
+                "warmup": phases.var("experiment_warmup"),
+                "interval": phases.var("experiment_interval"),
+                "samples": phases.var("experiment_samples"),
+                "changed_only": True,
+            },
+        )
+
+    @staticmethod
+    def teardown(phases):
+        phases.module("xdplab.testbed.iperf3_server", {"state": "absent"})
+        phases.module("xdplab.testbed.xdp_program", {"interface": phases.var("xdplab_dut_interface"), "state": "absent"})
+
+
 # the kinds whose setup, measure and teardown are Python (the others: tasks/systems/<kind>/)
-PROVIDERS = {"xdp": XdpProvider, "linux": LinuxProvider, "latency_floor": LatencyFloorProvider}
+PROVIDERS = {"xdp": XdpProvider, "linux": LinuxProvider, "tcp": TcpProvider, "latency_floor": LatencyFloorProvider}
 
 
 def _bool(value):
