@@ -192,9 +192,19 @@ def analyse_trial(events, start, end):
         else:
             action_key = action
             runs = sum(r["items"] or 1 for r in ran)
-            counts["controller_only" if action in CONTROLLER_ONLY else "module_runs"] += runs
-            if action not in CONTROLLER_ONLY:
-                runs_by_action[action] += runs
+            if any(r.get("modules") is not None for r in ran):
+                # an action that says which modules it ran in a process of their own (xdplab.testbed.trial's phases):
+                # those are the module runs; a phase that ran none is controller-only
+                for r in ran:
+                    for module in r.get("modules") or []:
+                        runs_by_action[short_action(module)] += 1
+                        counts["module_runs"] += 1
+                    if not r.get("modules"):
+                        counts["controller_only"] += 1
+            else:
+                counts["controller_only" if action in CONTROLLER_ONLY else "module_runs"] += runs
+                if action not in CONTROLLER_ONLY:
+                    runs_by_action[action] += runs
             for r in ran:
                 if r.get("start") is not None:
                     worker_by_action[action] += r["t"] - r["start"]

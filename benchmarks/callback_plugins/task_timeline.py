@@ -63,7 +63,9 @@ class CallbackModule(CallbackBase):
         start = self._starts.pop((host, result._task._uuid), None)
         delegated = (result._result.get("_ansible_delegated_vars") or {}).get("ansible_host")
         n_items = len(result._result["results"]) if isinstance(result._result.get("results"), list) else None
-        self._emit(status, result._task, host, start=start, delegated_to=delegated, items=n_items)
+        # an action that runs modules itself (xdplab.testbed.trial) says which ran in a process of their own
+        modules = result._result.get("modules") if isinstance(result._result.get("modules"), list) else None
+        self._emit(status, result._task, host, start=start, delegated_to=delegated, items=n_items, modules=modules)
 
     def v2_runner_on_ok(self, result):
         self._result("ok", result)

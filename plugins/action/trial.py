@@ -53,4 +53,5 @@ class ActionModule(ActionBase):
         if "teardown_tasks" in phases.state:
             result["tasks"] = phases.state["teardown_tasks"]
         result["changed"] = phases.changed
+        result["modules"] = phases.modules
         return result

@@ -99,6 +99,12 @@ line:
   description: The trial's one-line result.
   returned: after V(record)
   type: str
+modules:
+  description: The modules this phase ran on the host, each in a process of its own (benchmarks/trial_overhead.py counts
+    them).
+  returned: always
+  type: list
+  elements: str
 tasks:
   description: After V(teardown), whether the system's kind has task files to include for its teardown.
   returned: after V(teardown)

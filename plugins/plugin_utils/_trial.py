@@ -59,6 +59,8 @@ class Phases:
         previous = task_vars.get("__experiment_state")
         self.state = {k: copy.deepcopy(previous[k]) for k in STATE_KEYS if isinstance(previous, dict) and k in previous}
         self.changed = False
+        # the modules this phase ran in a process of their own (the result's `modules`: benchmarks/trial_overhead.py)
+        self.modules = []
 
     # -- reading the play's variables and running modules -------------------------------------------------------
     def var(self, name, default=None):
@@ -71,6 +73,7 @@ class Phases:
     def module(self, name, args):
         """Run a module on the task's host (the delegated one where the task is delegated); raise on failure."""
         args = {k: v for k, v in args.items() if v is not None}
+        self.modules.append(name)
         result = self.action._execute_module(module_name=name, module_args=args, task_vars=self.task_vars)
         if result.get("failed"):
             raise PhaseFailure(result)
