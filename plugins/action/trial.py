@@ -54,4 +54,7 @@ class ActionModule(ActionBase):
             result["tasks"] = phases.state["teardown_tasks"]
         result["changed"] = phases.changed
         result["modules"] = phases.modules
+        result["modules_in_worker"] = phases.in_worker_modules
+        if phases.warnings:
+            result["warnings"] = result.get("warnings", []) + phases.warnings
         return result

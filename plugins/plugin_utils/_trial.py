@@ -34,6 +34,7 @@ import math
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage, trial_record
+from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ControllerModule, ModuleFailure
 
 # the keys of the state object a phase passes on (the rest of a registered result is Ansible's)
@@ -59,8 +60,12 @@ class Phases:
         previous = task_vars.get("__experiment_state")
         self.state = {k: copy.deepcopy(previous[k]) for k in STATE_KEYS if isinstance(previous, dict) and k in previous}
         self.changed = False
-        # the modules this phase ran in a process of their own (the result's `modules`: benchmarks/trial_overhead.py)
+        # the modules this phase ran in a process of their own, and in a fork of the worker (the result's `modules`
+        # and `modules_in_worker`: benchmarks/trial_overhead.py)
         self.modules = []
+        self.in_worker_modules = []
+        # the modules' warnings, passed on as the phase's
+        self.warnings = []
 
     # -- reading the play's variables and running modules -------------------------------------------------------
     def var(self, name, default=None):
@@ -71,14 +76,30 @@ class Phases:
         return default if value is None else value
 
     def module(self, name, args):
-        """Run a module on the task's host (the delegated one where the task is delegated); raise on failure."""
+        """Run a module on the task's host (the delegated one where the task is delegated); raise on failure.
+
+        Where the host is a network namespace of this machine (or this machine) reached without become, the module
+        runs in a fork of this worker inside that namespace (plugin_utils/_in_worker.py: no new Python process and
+        no AnsiballZ payload); ``xdplab_modules_in_worker: false`` turns that off."""
         args = {k: v for k, v in args.items() if v is not None}
-        self.modules.append(name)
-        result = self.action._execute_module(module_name=name, module_args=args, task_vars=self.task_vars)
+        if self.in_worker() and _in_worker.runs_in_worker(name):
+            self.action._update_module_args(name, args, self.task_vars)
+            connection = self.action._connection
+            netns = connection.netns_name if getattr(connection, "transport", None) == "xdplab.testbed.netns" else None
+            self.in_worker_modules.append(name)
+            result = _in_worker.run_module(name, args, netns=netns)
+        else:
+            self.modules.append(name)
+            result = self.action._execute_module(module_name=name, module_args=args, task_vars=self.task_vars)
+        self.warnings.extend(result.get("warnings") or [])
         if result.get("failed"):
             raise PhaseFailure(result)
         self.changed = self.changed or bool(result.get("changed"))
         return result
+
+    def in_worker(self):
+        """Whether this phase's modules run in a fork of the worker (the host is this machine, no become)."""
+        return _bool(self.var("xdplab_modules_in_worker", True)) and self.on_this_machine()
 
     def on_this_machine(self):
         """Whether the task's host is this machine, reached without become (its /proc is the worker's own)."""
