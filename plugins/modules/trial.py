@@ -22,7 +22,10 @@ description:
     RV(cpu_before), RV(measured), RV(cpu), RV(generator), RV(line)).
   - A kind of system with a Python provider (the registry of kinds, C(plugins/module_utils/_systems.py); the kind
     C(xdp) first) is set up, measured and torn down here; the other kinds by their task files
-    (C(tasks/systems/<kind>/)), which C(trial.yml) includes after the phase of the same name (RV(trial.tasks)).
+    (C(tasks/systems/<kind>/)), which C(trial.yml) includes after the phase of the same name (C(tasks) in RV(trial)).
+  - Where the host is a network namespace of this machine (the virtual lab) or this machine, without become, the
+    phase runs this collection's modules in a fork of Ansible's worker inside that namespace, as C(ip netns exec) would
+    (C(plugins/plugin_utils/_in_worker.py)); C(xdplab_modules_in_worker=false) runs them as separate processes.
   - Internal to the role experiment; not meant to be called from a playbook.
 extends_documentation_fragment:
   - xdplab.testbed.attributes
@@ -102,6 +105,11 @@ line:
 modules:
   description: The modules this phase ran on the host, each in a process of its own (benchmarks/trial_overhead.py counts
     them).
+  returned: always
+  type: list
+  elements: str
+modules_in_worker:
+  description: The modules this phase ran in a fork of the worker.
   returned: always
   type: list
   elements: str

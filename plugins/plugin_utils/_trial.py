@@ -266,7 +266,7 @@ class Phases:
         }
         if args["since"] and args["until"] and not args["bpf_interfaces"] and self.on_this_machine():
             # arithmetic on two snapshots of this machine: no module process (docs/BENCHMARKS.md)
-            self.state["cpu"] = self.in_process(lambda m: cpu_usage.CpuUsage(m), cpu_usage.ARGUMENT_SPEC, args)
+            self.state["cpu"] = self.in_process(cpu_usage.CpuUsage, cpu_usage.ARGUMENT_SPEC, args)
         else:
             self.state["cpu"] = self.module("xdplab.testbed.cpu_usage", args)
 
@@ -331,7 +331,7 @@ class Phases:
         if _bool(self.var("experiment_latency", False)):
             args["latency"] = (self.var("__experiment_latency", {}) or {}).get("latency")
         recorded = self.in_process(
-            lambda m: trial_record.TrialRecorder(m), trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF
+            trial_record.TrialRecorder, trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF
         )
         self.changed = self.changed or bool(recorded.get("changed"))
         record = recorded.get("record") or {}
@@ -374,7 +374,7 @@ class Phases:
                 "controller": self.var("__experiment_controller"),
             },
         }
-        self.in_process(lambda m: trial_record.TrialRecorder(m), trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF)
+        self.in_process(trial_record.TrialRecorder, trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF)
         self.changed = True
 
     def cleanup(self):
