@@ -252,7 +252,6 @@ def test_the_filter_refuses_what_is_not_a_mapping():
         experiment_input_errors({}, {}, None, None, [])
 
 
-
 # -- the DUTs of one generator host: their addresses and MACs, and the generator's port of each --------------------
 class _HostVars(dict):
     """Ansible's hostvars as the filter reads it: hostvars[host].get(field)."""
@@ -327,10 +326,13 @@ def test_duts_of_another_generator_and_one_shared_port_are_not_compared(tmp_path
     # a host outside the group duts is no DUT of tg
     dut1, gen, hostvars = _two_duts({"xdplab_dut_ip": "198.18.1.2"})
     assert errors(dut=dut1, gen=gen, tmp=tmp_path, hostvars=hostvars, hosts=["tg", "dut1", "dut2"], duts=["dut1"]) == []
-    # both on the generator's one port (no xdplab_dut_generator): one end, whose sharing the preflight refuses
-    assert two_dut_errors(tmp_path, {"xdplab_dut_generator": None}, {"xdplab_generator_interface": "veth-tg2",
-                                                                        "xdplab_generator_mac": "02:58:44:50:02:01",
-                                                                        "xdplab_generator_ip": "198.18.2.1"}) == []
+    # dut2 on the generator host's own port (no xdplab_dut_generator)
+    tg = {"xdplab_generator_interface": "veth-tg2", "xdplab_generator_mac": "02:58:44:50:02:01",
+          "xdplab_generator_ip": "198.18.2.1"}  # fmt: skip
+    assert two_dut_errors(tmp_path, {"xdplab_dut_generator": None}, tg) == []
+    # ... and its addresses on dut1's port too: an error of dut1's
+    out = two_dut_errors(tmp_path, {"xdplab_dut_generator": None}, dict(tg, xdplab_generator_ip="198.18.1.1"))
+    assert out[0].startswith("tg: xdplab_generator_ip: 198.18.1.1 is also dut1's xdplab_dut_generator.ip"), out
     # dut2 on a port of its own with the generator host's addresses (T-Rex: the port's own): that host's one value
     assert two_dut_errors(tmp_path, {"xdplab_dut_generator": {"interface": "veth-tg2"}},
                           {"xdplab_generator_interface": "veth-tg0", "xdplab_generator_mac": "02:58:44:50:00:01",
