@@ -438,6 +438,9 @@ def input_errors(
     for key, kind in (("mac", "mac"), ("ip", "ipv4")):
         if own_gen.get(key) not in (None, ""):
             dut_checks.append({"field": "xdplab_dut_generator.%s" % key, "value": own_gen[key], "kind": kind})
+    if own_gen.get("cpus") is not None:
+        dut_checks.append({"field": "xdplab_dut_generator.cpus", "value": own_gen["cpus"], "kind": "cpu", "list": True,
+                           "non_empty": False})  # fmt: skip
     if dut.get("xdplab_housekeeping_cpus") is not None:
         dut_checks.append({"field": "xdplab_housekeeping_cpus", "value": dut.get("xdplab_housekeeping_cpus"),
                            "kind": "cpu", "list": True, "non_empty": False})  # fmt: skip
@@ -661,7 +664,11 @@ def _cpu_role_errors(dut, gen, host, gen_host, vlab, online_cpus):
         "housekeeping": (host, "xdplab_housekeeping_cpus", dut.get("xdplab_housekeeping_cpus")),
     }
     same_machine = host in (vlab or ()) and gen_host in (vlab or ())
-    if gen is not None and same_machine:
+    own = dut.get("xdplab_dut_generator") if isinstance(dut.get("xdplab_dut_generator"), dict) else {}
+    if gen is not None and same_machine and own.get("cpus") is not None:
+        # this DUT's trials send from its own CPUs of the generator (xdplab_dut_generator over the generator host's)
+        roles["generator"] = (host, "xdplab_dut_generator.cpus", own.get("cpus"))
+    elif gen is not None and same_machine:
         roles["generator"] = (gen_host, "xdplab_generator_cpus", gen.get("xdplab_generator_cpus"))
     cpus = {role: _cpu_ints(value) for role, (_h, _f, value) in roles.items()}
     online = _online_count(online_cpus) if same_machine else None

@@ -363,6 +363,20 @@ def test_the_dut_generator_port_is_checked_as_the_generators(tmp_path):
     ]
 
 
+def test_the_dut_generator_cpus_are_the_generator_role_for_this_dut(tmp_path):
+    # this DUT's own CPUs of the generator (xdplab_dut_generator.cpus) over the generator host's: disjoint from the DUT's
+    out = errors(dut=_dut(xdplab_dut_generator={"cpus": [1]}), tmp=tmp_path)
+    assert out == [
+        "dut: xdplab_dut_generator.cpus: [1] overlaps dut's xdplab_dut_cpus [1] (CPU 1): the DUT, the generator's "
+        "senders and housekeeping need CPUs of their own (they may share only on a 2-CPU host); give "
+        "xdplab_dut_generator.cpus CPUs outside xdplab_dut_cpus"
+    ]
+    assert errors(dut=_dut(xdplab_dut_generator={"cpus": [0]}), tmp=tmp_path) == []
+    assert errors(dut=_dut(xdplab_dut_generator={"cpus": ["x"]}), tmp=tmp_path) == [
+        "dut: xdplab_dut_generator.cpus: 'x' is not a CPU number"
+    ]
+
+
 # -- the forwarding experiment (playbooks/paper_forward.yml): module_utils/_experiment_input.py forward_errors ---------
 FORWARD_SYSTEMS = {
     "xdp_tx": {"impl": "forward", "forward": "xdp_tx", "return_port": "ingress"},
