@@ -8,6 +8,9 @@ returns every error at once: one string per wrong value, naming the host (where 
 and the value, and saying what to do. It reads no host; the one thing it looks at on the controller is where the
 results would go (the nearest existing parent of ``experiment_results_dir`` must be a writable directory), without
 creating anything. The role's tasks/validate.yml calls it through the filter ``xdplab.testbed.experiment_input_errors``.
+It is the one place for input checks: the other DUTs of the same generator host (``others``), the forwarding
+experiment's ports, rings and cpumap CPU (``forward_errors``) and the latency experiment's loads (``latency_errors``)
+are checked here too.
 
 ``field_errors(checks, host)`` is the generic part (one check per field: mac, ipv4, whole, cpu, number, choice), also
 the filter ``xdplab.testbed.field_errors``.
