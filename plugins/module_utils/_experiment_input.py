@@ -8,6 +8,9 @@ returns every error at once: one string per wrong value, naming the host (where 
 and the value, and saying what to do. It reads no host; the one thing it looks at on the controller is where the
 results would go (the nearest existing parent of ``experiment_results_dir`` must be a writable directory), without
 creating anything. The role's tasks/validate.yml calls it through the filter ``xdplab.testbed.experiment_input_errors``.
+It is the one place for input checks: the other DUTs of the same generator host (``others``), the forwarding
+experiment's ports, rings and cpumap CPU (``forward_errors``) and the latency experiment's loads (``latency_errors``)
+are checked here too.
 
 ``field_errors(checks, host)`` is the generic part (one check per field: mac, ipv4, whole, cpu, number, choice), also
 the filter ``xdplab.testbed.field_errors``.
@@ -15,6 +18,7 @@ the filter ``xdplab.testbed.field_errors``.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
 import os
@@ -203,7 +207,10 @@ _OPTIONS = (
 )  # fmt: skip
 
 
-_LINK_WHAT = "every end of the links the DUT and its generator share needs an %s of its own; give this end another one"
+_LINK_WHAT = (
+    "every end of the links the DUT and its generator share (and of the other DUTs of that generator host) needs %s "
+    "of its own; give this end another one"
+)
 _PORTS_WHAT = "the two ports the %s are two interfaces; name another port"
 
 
@@ -298,22 +305,75 @@ def results_dir_error(results_dir, subdir=""):
     )
 
 
-def _distinct_errors(ends, what, fmt):
+def _distinct_errors(ends, what, fmt, mine=None):
     """'HOST: FIELD: VALUE is also HOST's FIELD; what to do' for every value two ends share.
 
-    ends: (host, field, value); what: the words that say what to do; fmt: whether a value is one to compare."""
+    ends: (host, field, value[, port[, owner]]); port: the (machine, interface) the value is of, where known (two values
+    of one port are one end: not compared); owner: the DUT whose link the end is of. what: the words that say what to
+    do; fmt: whether a value is one to compare; mine: a DUT's name, to report only the pairs with one end of its own
+    (every DUT reports its own)."""
     errors = []
     seen = {}
-    for host, field, value in ends:
+    for end in ends:
+        host, field, value = end[:3]
+        port = end[3] if len(end) > 3 else None
+        owner = end[4] if len(end) > 4 else None
         if value is None or value == "" or not fmt(value):
             continue
         key = str(value).strip().lower().replace("-", ":")
-        if key in seen:
-            other_host, other_field = seen[key]
+        if key not in seen:
+            seen[key] = (host, field, port, owner)
+            continue
+        other_host, other_field, other_port, other_owner = seen[key]
+        if port is not None and port == other_port:
+            continue
+        if mine is None or mine in (owner, other_owner):
             errors.append("%s: %s: %s is also %s's %s; %s" % (host, field, value, other_host, other_field, what))
-        else:
-            seen[key] = (host, field)
     return errors
+
+
+def _link_ends(dut, gen, gen_host, peers, kind):
+    """The IPv4 (kind "ip") or MAC (kind "mac") ends of the links between a generator host and every DUT it feeds:
+    each DUT's ingress and egress ports, the generator's port for each DUT (its xdplab_dut_generator over the
+    generator host's xdplab_generator_*) and the generator's receive port; DUTs by name, so that each sees one
+    order."""
+    duts = sorted([dut] + list(peers), key=lambda d: str(d.get("inventory_hostname")))
+    ends = []
+    for d in duts:
+        h = d.get("inventory_hostname")
+        for field, port in (
+            ("xdplab_dut_%s" % kind, "xdplab_dut_interface"),
+            ("xdplab_dut_egress_%s" % kind, "xdplab_dut_egress_interface"),
+        ):
+            ends.append((h, field, d.get(field), _port(h, d.get(port)), h))
+    for d in duts:
+        h = d.get("inventory_hostname")
+        own = d.get("xdplab_dut_generator") if isinstance(d.get("xdplab_dut_generator"), dict) else {}
+        if own.get(kind) not in (None, ""):
+            port = _port(gen_host, own.get("interface") or gen.get("xdplab_generator_interface"))
+            ends.append((h, "xdplab_dut_generator.%s" % kind, own.get(kind), port, h))
+        else:
+            # the generator host's own value, on whichever of its ports: one end however many DUTs use it (two DUTs
+            # on one port are the preflight's error; on two ports of their own, a value of that host's)
+            field = "xdplab_generator_%s" % kind
+            ends.append((gen_host, field, gen.get(field), (gen_host, field), h))
+    ends.append((gen_host, "xdplab_generator_rx_%s" % kind, gen.get("xdplab_generator_rx_%s" % kind),
+                 _port(gen_host, gen.get("xdplab_generator_rx_interface")), None))  # fmt: skip
+    return ends
+
+
+def _port(host, interface):
+    return (host, interface) if isinstance(interface, str) and interface else None
+
+
+def _peers(others, duts, host, gen_host):
+    """The other DUTs (group duts) of the same generator host, each with its inventory_hostname."""
+    return [
+        dict(others[h], inventory_hostname=h)
+        for h in sorted(others or {})
+        if h != host and h in (duts or ()) and isinstance(others[h], dict)
+        and others[h].get("xdplab_generator_host") == gen_host
+    ]  # fmt: skip
 
 
 def input_errors(
@@ -329,6 +389,9 @@ def input_errors(
     generators=(),
     vlab=(),
     online_cpus=None,
+    others=None,
+    duts=(),
+    forward=None,
 ):
     """Every error of an experiment's input, each naming the host (where it is a host's field), the field, the value
     and what to do; an empty list when the input is right.
@@ -344,6 +407,12 @@ def input_errors(
     generators: the hosts of the group generators; vlab: the hosts of the group vlab (one machine, the controller).
     online_cpus: the online CPUs of the machine of a virtual lab (list, count or the kernel's text "0-3"): two of its
     CPU roles may share a CPU only on 2 CPUs (module_utils/_cpu_layout.py).
+    others: the other hosts of the inventory, {host: their variables} (the same fields as ``dut`` and ``generator``):
+    the DUTs among them (``duts``, the group duts) with the same generator host share its ports, so their addresses
+    and MACs are compared with this DUT's; a forwarding egress port must not be a port of any of them.
+    forward: the forwarding experiment's input (playbooks/paper_forward.yml), None for another experiment:
+    {systems, ring_sizes, queues, vlab_queues} (its paper_forward_* and the virtual lab's vlab_queues), checked by
+    ``forward_errors``. With the option experiment_latency true the matrix's loads are checked by ``latency_errors``.
     """
     options = options or {}
     dut = dut or {}
@@ -351,6 +420,8 @@ def input_errors(
     gen_host = dut.get("xdplab_generator_host")
     gen = generator if isinstance(generator, dict) else None
     systems = options.get("experiment_systems") or {}
+    others = others if isinstance(others, dict) else {}
+    peers = _peers(others, duts, host, gen_host) if gen is not None else []
     errors = []
 
     # the DUT's own fields
@@ -366,6 +437,13 @@ def input_errors(
     for field, kind in (("xdplab_dut_egress_mac", "mac"), ("xdplab_dut_egress_ip", "ipv4")):
         if dut.get(field) not in (None, ""):
             dut_checks.append({"field": field, "value": dut.get(field), "kind": kind})
+    own_gen = dut.get("xdplab_dut_generator") if isinstance(dut.get("xdplab_dut_generator"), dict) else {}
+    for key, kind in (("mac", "mac"), ("ip", "ipv4")):
+        if own_gen.get(key) not in (None, ""):
+            dut_checks.append({"field": "xdplab_dut_generator.%s" % key, "value": own_gen[key], "kind": kind})
+    if own_gen.get("cpus") is not None:
+        dut_checks.append({"field": "xdplab_dut_generator.cpus", "value": own_gen["cpus"], "kind": "cpu", "list": True,
+                           "non_empty": False})  # fmt: skip
     if dut.get("xdplab_housekeeping_cpus") is not None:
         dut_checks.append({"field": "xdplab_housekeeping_cpus", "value": dut.get("xdplab_housekeeping_cpus"),
                            "kind": "cpu", "list": True, "non_empty": False})  # fmt: skip
@@ -408,25 +486,20 @@ def input_errors(
         errors += _matrix_errors(matrix, dut, gen, host, gen_host, systems, impls, touch_modes, tcp_programs,
                                  afxdp_binds, vlab, options)  # fmt: skip
 
-    # the hosts that share a link: addresses and MACs of their own, two ports of one host never the same interface
+    # the hosts that share a link: addresses and MACs of their own (also across the DUTs of one generator host),
+    # two ports of one host never the same interface
     if gen is not None:
-        ends = [
-            (host, "xdplab_dut_ip", dut.get("xdplab_dut_ip")),
-            (host, "xdplab_dut_egress_ip", dut.get("xdplab_dut_egress_ip")),
-            (gen_host, "xdplab_generator_ip", gen.get("xdplab_generator_ip")),
-            (gen_host, "xdplab_generator_rx_ip", gen.get("xdplab_generator_rx_ip")),
-        ]
-        errors += _distinct_errors(ends, _LINK_WHAT % "IPv4 address", valid_ipv4)
-        ends = [
-            (host, "xdplab_dut_mac", dut.get("xdplab_dut_mac")),
-            (host, "xdplab_dut_egress_mac", dut.get("xdplab_dut_egress_mac")),
-            (gen_host, "xdplab_generator_mac", gen.get("xdplab_generator_mac")),
-            (gen_host, "xdplab_generator_rx_mac", gen.get("xdplab_generator_rx_mac")),
-        ]
-        errors += _distinct_errors(ends, _LINK_WHAT % "MAC address", valid_mac)
+        errors += _distinct_errors(_link_ends(dut, gen, gen_host, peers, "ip"), _LINK_WHAT % "an IPv4 address", valid_ipv4,
+                                   mine=host)  # fmt: skip
+        errors += _distinct_errors(_link_ends(dut, gen, gen_host, peers, "mac"), _LINK_WHAT % "a MAC address", valid_mac,
+                                   mine=host)  # fmt: skip
+        sends = (
+            (host, "xdplab_dut_generator.interface", own_gen["interface"])
+            if own_gen.get("interface")
+            else (gen_host, "xdplab_generator_interface", gen.get("xdplab_generator_interface"))
+        )
         errors += _distinct_errors(
-            [(gen_host, "xdplab_generator_interface", gen.get("xdplab_generator_interface")),
-             (gen_host, "xdplab_generator_rx_interface", gen.get("xdplab_generator_rx_interface"))],
+            [sends, (gen_host, "xdplab_generator_rx_interface", gen.get("xdplab_generator_rx_interface"))],
             _PORTS_WHAT % "generator sends on and receives on",
             lambda v: isinstance(v, str),
         )  # fmt: skip
@@ -440,6 +513,12 @@ def input_errors(
     # the CPU roles: the DUT's, housekeeping's and (on one machine) the generator's never share (_cpu_layout's rules)
     if not options.get("experiment_shared_cpus"):
         errors += _cpu_role_errors(dut, gen, host, gen_host, vlab, online_cpus)
+
+    # the forwarding experiment's ports, rings and CPUs; the latency experiment's loads
+    if forward is not None:
+        errors += forward_errors(forward, dut, gen, systems, others, duts, vlab)
+    if options.get("experiment_latency") and not matrix_error(matrix):
+        errors += latency_errors(matrix, options.get("experiment_latency_max_pps"))
 
     # the generator host and its backend
     if gen is None:
@@ -588,7 +667,11 @@ def _cpu_role_errors(dut, gen, host, gen_host, vlab, online_cpus):
         "housekeeping": (host, "xdplab_housekeeping_cpus", dut.get("xdplab_housekeeping_cpus")),
     }
     same_machine = host in (vlab or ()) and gen_host in (vlab or ())
-    if gen is not None and same_machine:
+    own = dut.get("xdplab_dut_generator") if isinstance(dut.get("xdplab_dut_generator"), dict) else {}
+    if gen is not None and same_machine and own.get("cpus") is not None:
+        # this DUT's trials send from its own CPUs of the generator (xdplab_dut_generator over the generator host's)
+        roles["generator"] = (host, "xdplab_dut_generator.cpus", own.get("cpus"))
+    elif gen is not None and same_machine:
         roles["generator"] = (gen_host, "xdplab_generator_cpus", gen.get("xdplab_generator_cpus"))
     cpus = {role: _cpu_ints(value) for role, (_h, _f, value) in roles.items()}
     online = _online_count(online_cpus) if same_machine else None
@@ -603,3 +686,219 @@ def _cpu_role_errors(dut, gen, host, gen_host, vlab, online_cpus):
                _cpu_layout.OVERLAP_WHY, b_field, a_field)
         )  # fmt: skip
     return errors
+
+
+# -- the forwarding experiment (playbooks/paper_forward.yml) ---------------------------------------------------------
+#: RX/TX descriptors per ring each driver takes: mlx5 rounds to a power of two between 2^6 and 2^13 (en_ethtool.c
+#: MLX5E_PARAMS_MINIMUM/MAXIMUM_LOG_{RQ,SQ}_SIZE); veth has no rings at all (None); any other driver 1 to 65535
+RING_LIMITS = {"mlx5_core": (64, 8192), "veth": None}
+RING_LIMITS_OTHER = (1, 65535)
+
+
+def _port_driver(dut):
+    """The driver of the DUT's ingress port (its entry of xdplab_dut_ports), veth where the inventory lists none."""
+    ports = dut.get("xdplab_dut_ports") if isinstance(dut.get("xdplab_dut_ports"), (list, tuple)) else []
+    for port in ports:
+        if isinstance(port, dict) and port.get("name") == dut.get("xdplab_dut_interface"):
+            return port.get("driver") or "(no driver given in xdplab_dut_ports)"
+    return "veth"
+
+
+def _generator_ports(others, gen_host, gen, dut, peers):
+    """{port: (host, which field names it)} of every generator port the inventory names, on any other host."""
+    ports = {}
+    for name, hv in sorted((others or {}).items()):
+        if not isinstance(hv, dict):
+            continue
+        for field in ("xdplab_generator_interface", "xdplab_generator_rx_interface"):
+            if isinstance(hv.get(field), str) and hv.get(field):
+                ports.setdefault(hv[field], (name, "its xdplab_generator_interface or xdplab_generator_rx_interface"))
+    if gen is not None:
+        for d in [dut] + list(peers):
+            own = d.get("xdplab_dut_generator") if isinstance(d.get("xdplab_dut_generator"), dict) else {}
+            if isinstance(own.get("interface"), str) and own.get("interface"):
+                ports.setdefault(own["interface"], (gen_host, "%s's xdplab_dut_generator.interface"
+                                                    % d.get("inventory_hostname")))  # fmt: skip
+    return ports
+
+
+def forward_errors(forward, dut, gen, systems, others=None, duts=(), vlab=()):
+    """The forwarding experiment's bad input, each error naming the host, the field and its value: a second port where
+    a system sends out of one (the registry's ``return_port: egress``), the egress port this DUT's own (not a port of
+    the generator's where they are one machine, a virtual lab), ring sizes the ingress port's driver takes, testpmd
+    ``mac``'s egress PCI port (``forward_mode: mac``), the cpumap's CPU outside the DUT's receive CPUs (the forwarding
+    modes with a cpumap, _systems.FORWARD_MODES), and no queue-count axis.
+
+    forward: {systems, ring_sizes, queues, vlab_queues} (paper_forward_systems, paper_forward_ring_sizes,
+    paper_forward_queues and the virtual lab's vlab_queues); dut, gen, systems, others, duts, vlab: as
+    ``input_errors``'s.
+    """
+    from ansible_collections.xdplab.testbed.plugins.module_utils._systems import FORWARD_MODES
+
+    forward = forward if isinstance(forward, dict) else {}
+    dut = dut or {}
+    systems = systems if isinstance(systems, dict) else {}
+    host = dut.get("inventory_hostname") or "dut"
+    gen_host = dut.get("xdplab_generator_host")
+    ingress = dut.get("xdplab_dut_interface")
+    egress = dut.get("xdplab_dut_egress_interface") or ""
+    names = [s for s in _as_list(forward.get("systems")) if isinstance(s, str)]
+    entries = {s: systems[s] for s in names if isinstance(systems.get(s), dict)}
+    driver = _port_driver(dut)
+    errors = []
+
+    # a second port where a system sends out of one
+    egress_systems = [s for s, e in entries.items() if e.get("return_port") == "egress"]
+    if egress_systems:
+        if not egress or egress == ingress:
+            errors.append(
+                "%s: xdplab_dut_egress_interface: the systems %s send out of a second port, but "
+                "xdplab_dut_egress_interface is '%s' and the ingress port (xdplab_dut_interface) is %s: name another "
+                "port of this DUT as xdplab_dut_egress_interface and its peer on the generator %s as "
+                "xdplab_generator_rx_interface (inventory host_vars)"
+                % (host, ", ".join(egress_systems), egress, ingress, gen_host)
+            )
+        elif gen is not None and not gen.get("xdplab_generator_rx_interface"):
+            errors.append(
+                "%s: xdplab_generator_rx_interface: the systems %s send out of a second port (xdplab_dut_egress_interface "
+                "%s of %s) and the frames come back on the generator's receive port, but xdplab_generator_rx_interface "
+                "is '%s': name the peer of %s on the generator %s as xdplab_generator_rx_interface (inventory host_vars)"
+                % (gen_host, ", ".join(egress_systems), egress, host, gen.get("xdplab_generator_rx_interface") or "",
+                   egress, gen_host)
+            )  # fmt: skip
+
+    # a devmap resolves its ifindex on the host (network namespace) that runs it: a port of the generator is refused
+    # where the hosts are one machine (a virtual lab's namespaces: its port names are the machine's; two machines
+    # may well both have an ens5)
+    if egress and host in (vlab or ()):
+        on_machine = {h: v for h, v in (others or {}).items() if h in vlab}
+        peers = _peers(on_machine, duts, host, gen_host) if duts else []
+        owner = _generator_ports(on_machine, gen_host, gen if gen_host in vlab else None, dut, peers).get(egress)
+        if owner is not None and owner[0] != host:
+            errors.append(
+                "%s: xdplab_dut_egress_interface %s is a port of %s (%s), not of this DUT: XDP_REDIRECT (a devmap) and "
+                "a route can only send out of an interface of the host they run on. Name one of %s's ports."
+                % (host, egress, owner[0], owner[1], host)
+            )
+
+    # ring sizes the driver takes
+    ring_sizes = _as_list(forward.get("ring_sizes"))
+    if ring_sizes:
+        limits = RING_LIMITS.get(driver, RING_LIMITS_OTHER)
+        sizes = [_whole(r) for r in ring_sizes]
+        if limits is None:
+            why = ("the %s driver has no RX/TX rings to size (ethtool -G: Operation not supported); leave "
+                   "paper_forward_ring_sizes empty" % driver)  # fmt: skip
+        elif any(n is None or n < limits[0] or n > limits[1] for n in sizes):
+            why = "the driver takes %d to %d descriptors per ring" % limits
+        else:
+            why = None
+        if why:
+            errors.append("%s: paper_forward_ring_sizes: ring sizes %s for %s (driver %s): %s"
+                          % (host, _json(ring_sizes), ingress, driver, why))  # fmt: skip
+
+    # testpmd `mac` takes both ports: on hardware by PCI address (xdplab_dpdk_port, xdplab_dpdk_egress_port)
+    dpdk_mac = [s for s, e in entries.items() if e.get("forward_mode") == "mac"]
+    dpdk_port = dut.get("xdplab_dpdk_port") or ""
+    dpdk_egress = dut.get("xdplab_dpdk_egress_port") or ""
+    if dpdk_mac and dpdk_port and (not dpdk_egress or dpdk_egress == dpdk_port):
+        errors.append(
+            "%s: xdplab_dpdk_egress_port: the systems %s run testpmd `mac` from the ingress port (xdplab_dpdk_port %s) "
+            "to the egress port, but xdplab_dpdk_egress_port is '%s'%s: give the PCI address of %s's port (lspci -D, "
+            "or dpdk-devbind.py --status) in the inventory (host_vars)"
+            % (host, ", ".join(dpdk_mac), dpdk_port, dpdk_egress, " (the ingress port's)" if dpdk_egress else "",
+               egress or "the egress port")
+        )  # fmt: skip
+
+    # the cpumap's program receives on the trial's CPUs and forwards from the cpumap's CPU: another CPU of this DUT
+    programs = []
+    for entry in entries.values():
+        mode = FORWARD_MODES.get(entry.get("forward")) or {}
+        if mode.get("cpumap") and mode.get("program") not in programs:
+            programs.append(mode.get("program"))
+    if programs:
+        cpu = dut.get("xdplab_dut_cpumap_cpu")
+        if cpu is None:
+            housekeeping = [n for n in (_whole(c) for c in _as_list(dut.get("xdplab_housekeeping_cpus"))) if n is not None]
+            cpu = housekeeping[0] if housekeeping else ""
+        dut_cpus = dut.get("xdplab_dut_cpus")
+        if not re.match(r"^[0-9]+$", str(cpu)) or int(str(cpu)) in _cpu_ints(dut_cpus):
+            errors.extend(
+                "%s: xdplab_dut_cpumap_cpu: %s receives on the DUT's CPUs %s and forwards from the cpumap's CPU, "
+                "xdplab_dut_cpumap_cpu (default: the first of xdplab_housekeeping_cpus), which is '%s': name one CPU "
+                "of %s outside xdplab_dut_cpus as xdplab_dut_cpumap_cpu in the inventory (host_vars)"
+                % (host, program, _json(dut_cpus), cpu, host)
+                for program in programs
+            )  # fmt: skip
+
+    # seeds/004's multi-ring XDP_TX/REDIRECT (more TX rings than receive cores) as a queue-count axis: not built. Each
+    # trial's rings are its cores (one RX queue per core; XDP_TX sends on the ring of the queue it received on, the
+    # devmap redirect on the egress port's ring of the same CPU), so a queue count other than the cores is refused
+    queues = _as_list(forward.get("queues"))
+    if queues:
+        if driver == "veth":
+            where = (
+                "On the virtual lab %s is a veth created with %s queue(s) (vlab_queues = the number of "
+                "xdplab_dut_cpus): veth changes its rx/tx queue counts (never combined) only up to the "
+                "numrxqueues/numtxqueues given at creation, refuses an RX count below the TX count of its peer while "
+                "XDP is attached, and clears its XDP features when the TX queues of the peer outnumber its RX queues, "
+                "so several rings per core need the vlab re-created per point with both ends of each pair set."
+                % (ingress, "?" if forward.get("vlab_queues") is None else forward.get("vlab_queues"))
+            )
+        else:
+            where = "On %s several TX rings per core need the XDP program to pick the ring (not built)." % driver
+        errors.append(
+            "%s: paper_forward_queues %s is not an axis of this experiment. seeds/004's 1 ring and 24 rings are mlx5 "
+            "channels, one per core (hyper-threading off), which is this experiment's paper_forward_cores axis: each "
+            "trial uses as many rings as cores, one RX queue per core, XDP_TX on the ring it received on, the devmap "
+            "redirect on the egress port's ring of the same CPU. %s For more rings than cores nothing is built; for "
+            "seeds/004's case leave paper_forward_queues empty and vary paper_forward_cores (e.g. [1, 24])."
+            % (host, _json(queues), where)
+        )
+    return errors
+
+
+def _as_list(value):
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+# -- the latency experiment (playbooks/paper_latency.yml) ------------------------------------------------------------
+def _pps(mpps):
+    """Mpps as frames/s without binary rounding (0.0001 Mpps is 100.0, not 100.00000000000001)."""
+    return float(decimal.Decimal(repr(float(mpps))) * 1000000)
+
+
+def latency_errors(matrix, max_pps):
+    """The latency experiment's loads: every offered_mpps of the matrix above 0 (a paced rate) and at or below the
+    stamping generator's ceiling, experiment_latency_max_pps (frames/s). Loads that are not numbers, and a ceiling
+    that is not one, are the other checks' errors."""
+    ceiling = _number(max_pps)
+    loads = [_pps(x) for x in (_number(m) for m in axis(matrix, "offered_mpps", 0)) if x is not None]
+    hint = (
+        "(one paced xdplab-trafficgen lane; benchmarks/latency_cost.py measures it). Give loads at or below it "
+        "(-e '{\"paper_latency_loads_mpps\": [0.0001, 0.5]}') or, on a faster generator, raise "
+        "experiment_latency_max_pps."
+    )
+    errors = []
+    over = [x for x in loads if ceiling is not None and x > ceiling]
+    if over:
+        errors.append(
+            "offered_mpps: latency loads %s pps are above the stamping generator's ceiling experiment_latency_max_pps=%s "
+            "pps %s" % (_pylist(over), max_pps, hint)
+        )
+    unpaced = [x for x in loads if x <= 0]
+    if unpaced:
+        errors.append(
+            "offered_mpps: latency loads %s pps are 0 or less (unpaced): a latency trial needs a paced rate; give loads "
+            "above 0 and at or below the stamping generator's ceiling experiment_latency_max_pps=%s pps "
+            "(-e '{\"paper_latency_loads_mpps\": [0.0001, 0.5]}')" % (_pylist(unpaced), max_pps)
+        )
+    return errors
+
+
+def _pylist(values):
+    return "[%s]" % ", ".join(repr(v) for v in values)

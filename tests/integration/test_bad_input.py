@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -134,3 +135,51 @@ def test_ndr_pdr_search_on_trex_is_refused_before_any_trial(tmp_path):
     assert "T-Rex's summary has no egress.refused" in out and "Run the search on a backend that does (xdp_live)" in out
     assert "Read the hosts" not in out and "UNREACHABLE" not in out
     assert not list(tmp_path.rglob("*.jsonl"))
+
+
+def test_two_duts_of_one_generator_with_one_address_are_refused_in_the_first_play(tmp_path):
+    """inventories/vlab_two_duts with dut2 given dut1's address and dut1's port MAC: both DUTs stop in the first play
+    (the input checks, before the hosts are read), each error naming the host, the field and the value."""
+    inventory = tmp_path / "vlab_two_duts"
+    shutil.copytree(os.path.join(ROOT, "inventories", "vlab_two_duts"), inventory)
+    dut2 = inventory / "host_vars" / "dut2.yml"
+    text = dut2.read_text()
+    assert "xdplab_dut_ip: 198.18.2.2" in text and 'mac: "02:58:44:50:02:01"' in text
+    dut2.write_text(text.replace("xdplab_dut_ip: 198.18.2.2", "xdplab_dut_ip: 198.18.1.2")
+                    .replace('mac: "02:58:44:50:02:01"', 'mac: "02:58:44:50:01:01"'))  # fmt: skip
+    before = namespaces()
+    # --tags never_any: only the always-tagged plays (the checks), so a missed refusal changes nothing either
+    res = subprocess.run(
+        [PLAYBOOK, "-i", str(inventory), "playbooks/paper_drop.yml", "--tags", "never_any",
+         "-e", "experiment_results_dir=%s" % (tmp_path / "results")],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode != 0, out[-2000:]
+    assert "fatal: [dut1]" in out and "fatal: [dut2]" in out, out[-3000:]
+    assert "2 input error(s), nothing was changed" in out
+    assert "dut2: xdplab_dut_ip: 198.18.1.2 is also dut1's xdplab_dut_ip; every end of the links" in out
+    assert "dut2: xdplab_dut_generator.mac: 02:58:44:50:01:01 is also dut1's xdplab_dut_generator.mac" in out
+    assert "Read the hosts (read-only preflight)" not in out and namespaces() == before
+
+
+@pytest.mark.parametrize(
+    ("loads", "message"),
+    [
+        ([0.0001, 2], "offered_mpps: latency loads [2000000.0] pps are above the stamping generator's ceiling "
+                      "experiment_latency_max_pps=1000000 pps"),
+        ([0, 0.5], "offered_mpps: latency loads [0.0] pps are 0 or less (unpaced): a latency trial needs a paced rate"),
+    ],
+    ids=["above-the-ceiling", "unpaced"],
+)  # fmt: skip
+def test_latency_loads_are_refused_in_the_first_play(loads, message, tmp_path):
+    # --tags never_any: only the always-tagged plays (the checks), so a missed refusal changes nothing either
+    res = subprocess.run(
+        [PLAYBOOK, "-i", "inventories/vlab", "playbooks/paper_latency.yml", "--tags", "never_any",
+         "-e", json.dumps({"paper_latency_loads_mpps": loads}), "-e", "experiment_results_dir=%s" % tmp_path],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode != 0, out[-2000:]
+    assert "1 input error(s), nothing was changed" in out and message in out, out[-2000:]
+    assert "Read the hosts (read-only preflight)" not in out and not list(tmp_path.iterdir())
