@@ -157,6 +157,22 @@ class Phases:
         value = self.action._templar.template(value)
         return default if value is None else value
 
+    def sampling(self, from_start=True, cpu_window=True):
+        """A measuring module's sampling options (doc fragment xdplab.testbed.sampling): the experiment's warm-up,
+        interval and samples; ``from_start``: the warm-up counts from the generator's start (the module's own start-up
+        is part of it); ``cpu_window``: CPU snapshots at the window's edges when the trial's window is the measure's
+        own, for the CPU usage of the record phase."""
+        out = {
+            "warmup": self.var("experiment_warmup"),
+            "interval": self.var("experiment_interval"),
+            "samples": self.var("experiment_samples"),
+        }
+        if from_start:
+            out["warmup_from"] = (self.state.get("started") or {}).get("started_epoch")
+        if cpu_window:
+            out["cpu_window_cpus"] = self.trial["cpus"] if self.trial["cpu_windowed"] else []
+        return out
+
     def run_dir(self):
         # per DUT and trial: <run_dir>/<dut>/<trial id>.state.json (nothing is read across trials)
         return f"{self.var('xdplab_generator_run_dir')}/{self.task_vars['inventory_hostname']}"
@@ -444,13 +460,7 @@ class XdpProvider:
                 "interface": phases.var("xdplab_dut_interface"),
                 "count": trial["system"].get("count", "program"),
                 "action": trial["action"],
-                "warmup": phases.var("experiment_warmup"),
-                # the warm-up counts from the generator's start (the module's own start-up is part of it)
-                "warmup_from": (phases.state.get("started") or {}).get("started_epoch"),
-                "interval": phases.var("experiment_interval"),
-                "samples": phases.var("experiment_samples"),
-                # CPU snapshots at the window's edges, for the CPU usage of the record phase
-                "cpu_window_cpus": trial["cpus"] if trial["cpu_windowed"] else [],
+                **phases.sampling(),
             },
         )
 
@@ -505,11 +515,7 @@ class LinuxProvider:
                 # a user's ruleset (mode ruleset): the tables it declares
                 "tables": trial["system"].get("tables"),
                 "interface": phases.var("xdplab_dut_interface"),
-                "warmup": phases.var("experiment_warmup"),
-                "warmup_from": (phases.state.get("started") or {}).get("started_epoch"),
-                "interval": phases.var("experiment_interval"),
-                "samples": phases.var("experiment_samples"),
-                "cpu_window_cpus": trial["cpus"] if trial["cpu_windowed"] else [],
+                **phases.sampling(),
             },
         )
 
@@ -548,9 +554,7 @@ class LatencyFloorProvider:
             {
                 "interface": phases.var("xdplab_dut_interface"),
                 "state": "measured",
-                "warmup": phases.var("experiment_warmup"),
-                "interval": phases.var("experiment_interval"),
-                "samples": phases.var("experiment_samples"),
+                **phases.sampling(from_start=False, cpu_window=False),
             },
         )
 
@@ -636,9 +640,7 @@ class TcpProvider:
             "xdplab.testbed.ethtool_stats",
             {
                 "devices": [phases.var("xdplab_dut_interface")],
-                "warmup": phases.var("experiment_warmup"),
-                "interval": phases.var("experiment_interval"),
-                "samples": phases.var("experiment_samples"),
+                **phases.sampling(from_start=False, cpu_window=False),
                 "changed_only": True,
             },
         )
