@@ -493,9 +493,11 @@ def input_errors(
                                    mine=host)  # fmt: skip
         errors += _distinct_errors(_link_ends(dut, gen, gen_host, peers, "mac"), _LINK_WHAT % "a MAC address", valid_mac,
                                    mine=host)  # fmt: skip
+        # a DUT's own generator port (xdplab_dut_generator.interface) meets the generator's receive port only where
+        # frames come back (the forwarding experiment); the generator host's own two ports are always two
         sends = (
             (host, "xdplab_dut_generator.interface", own_gen["interface"])
-            if own_gen.get("interface")
+            if own_gen.get("interface") and forward is not None
             else (gen_host, "xdplab_generator_interface", gen.get("xdplab_generator_interface"))
         )
         errors += _distinct_errors(
