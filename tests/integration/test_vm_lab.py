@@ -393,7 +393,10 @@ def test_vm_lab_kernel_built_on_the_controller_installed_booted_and_verified(cap
         t1 = time.monotonic()
         site = ansible_playbook(SITE, extra, "--tags", "kernel", timeout=3 * 3600)
         t_site = time.monotonic() - t1
-        assert site.returncode == 0, site.stdout[-8000:] + site.stderr[-2000:]
+        serial = os.path.join(lab_dir, "dut", "serial.log")
+        with open(serial, errors="replace") as f:
+            console = f.read()
+        assert site.returncode == 0, site.stdout[-8000:] + site.stderr[-2000:] + "\nDUT console:\n" + console[-4000:]
         with open(KERNEL_STAMP) as f:
             stamp = json.load(f)
         release = stamp["release"]
@@ -416,6 +419,9 @@ def test_vm_lab_kernel_built_on_the_controller_installed_booted_and_verified(cap
         assert lines[4].startswith("linux-image-%s " % release), lines
         boot_id = lines[1]
         say(capsys, "DUT VM after the reboot: uname -r %s; %s; %s; %s" % (lines[0], lines[2], lines[3], lines[4]))
+        # what its serial console showed of the new kernel's start (none under a quiet loglevel)
+        banner = [line.strip() for line in console.splitlines() if "Linux version " + release in line]
+        say(capsys, "DUT console: %s" % (banner[-1][:160] if banner else "no 'Linux version %s' line" % release))
 
         t2 = time.monotonic()
         again = ansible_playbook(SITE, extra, "--tags", "kernel")
