@@ -246,6 +246,29 @@ def test_build_host_bad_input_is_refused_before_anything_changes(override, messa
     assert not (tmp_path / "root").exists()
 
 
+@pytest.mark.root
+def test_targets_of_one_build_host_must_ask_for_the_same_build(fake_tree, tmp_path):
+    """Two targets build on the controller: the first of the play builds, so the second must ask for the same build."""
+    src, _patches = fake_tree
+    role_vars = base_vars(tmp_path, {"type": "dir", "path": str(src)}, [], kernel_build_host="localhost")
+    del role_vars["kernel_variants"]
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {
+        "dut1": {"kernel_variants": [{"name": "a"}]},
+        "dut2": {"kernel_variants": [{"name": "b"}]},
+    }, "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}))  # fmt: skip
+    play = tmp_path / "play.yml"
+    play.write_text(json.dumps([{"name": "two targets, one build host", "hosts": "all", "gather_facts": False,
+                                 "roles": [{"role": "xdplab.testbed.kernel", "vars": role_vars}]}]))
+    res = subprocess.run([PLAYBOOK, "-i", str(inventory), str(play)], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                         check=False, timeout=900)
+    out = " ".join((res.stdout + res.stderr).split())
+
+    assert res.returncode != 0, out[-3000:]
+    assert "dut1 and dut2 all build on localhost but ask for different builds" in out, out[-3000:]
+    assert not (tmp_path / "root").exists()
+
+
 def write_stamp(tmp_path, release, requested):
     build = tmp_path / "root" / "build" / "baseline"
     build.mkdir(parents=True)
