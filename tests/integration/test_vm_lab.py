@@ -402,6 +402,7 @@ def test_vm_lab_kernel_built_on_the_controller_installed_booted_and_verified(cap
         release = stamp["release"]
         assert release != before, (release, before)
         out = " ".join(site.stdout.split())
+        assert "dut rebooted into " in out, site.stdout[-6000:]
         rebooted = out.split("dut rebooted into ", 1)[1].split(")", 1)[0]
         assert rebooted.startswith(release + " in "), rebooted
         assert "running kernel %s is variant vm with its" % release in out, site.stdout[-4000:]
