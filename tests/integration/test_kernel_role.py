@@ -63,7 +63,7 @@ Subject: [PATCH 2/2] bad
 """ % ""
 
 
-def run_role(tmp_path, role_vars, tags=None, tasks_from=None):
+def run_role(tmp_path, role_vars, tags=None, tasks_from=None, inventory="localhost,"):
     """Apply the role (or one entry point) to localhost with role_vars; return (returncode, output on one line)."""
     play = [{
         "name": "kernel role under test",
@@ -81,7 +81,7 @@ def run_role(tmp_path, role_vars, tags=None, tasks_from=None):
         }]  # fmt: skip
     path = tmp_path / "play.yml"
     path.write_text(json.dumps(play))
-    cmd = [PLAYBOOK, "-i", "localhost,", str(path), "-e", "ansible_python_interpreter=" + sys.executable]
+    cmd = [PLAYBOOK, "-i", inventory, str(path), "-e", "ansible_python_interpreter=" + sys.executable]
     if tags:
         cmd += ["--tags", tags]
     res = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=900)
@@ -217,6 +217,55 @@ def test_unknown_type_inside_a_variant_is_refused_before_anything_changes(fake_t
 
     assert rc != 0, out[-3000:]
     assert "variant t: source" in out and "config_base.type is running, file" in out, out[-3000:]
+    assert not (tmp_path / "root").exists()
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"kernel_build_host": "nohost"}, "kernel_build_host 'nohost' is not in the inventory: a build host is the controller"),
+        ({"kernel_build_host": "buildbox"},
+         "kernel_build_host 'buildbox' is reached with connection ssh: a build host is the controller"),
+        ({"kernel_build_host": "localhost", "kernel_config_base": {"type": "running"}},
+         "variant(s) t take the running kernel's config as base (config_base type running), but kernel_build_host is localhost"),
+        ({"kernel_make_nice": 20}, "kernel_make_nice is 20: nice takes -20 to 19"),
+    ],
+    ids=["not-in-inventory", "remote", "running-base", "nice"],
+)
+def test_build_host_bad_input_is_refused_before_anything_changes(override, message, fake_tree, tmp_path):
+    src, _patches = fake_tree
+    role_vars = base_vars(tmp_path, {"type": "dir", "path": str(src)}, [], **override)
+    role_vars["kernel_variants"] = [{"name": "t"}]
+
+    # buildbox: an inventory host reached over ssh (never contacted: the role refuses it first)
+    rc, out = run_role(tmp_path, role_vars, inventory="localhost,buildbox,")
+
+    assert rc != 0, out[-3000:]
+    assert message in out, out[-3000:]
+    assert not (tmp_path / "root").exists()
+
+
+@pytest.mark.root
+def test_targets_of_one_build_host_must_ask_for_the_same_build(fake_tree, tmp_path):
+    """Two targets build on the controller: the first of the play builds, so the second must ask for the same build."""
+    src, _patches = fake_tree
+    role_vars = base_vars(tmp_path, {"type": "dir", "path": str(src)}, [], kernel_build_host="localhost")
+    del role_vars["kernel_variants"]
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {
+        "dut1": {"kernel_variants": [{"name": "a"}]},
+        "dut2": {"kernel_variants": [{"name": "b"}]},
+    }, "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}))  # fmt: skip
+    play = tmp_path / "play.yml"
+    play.write_text(json.dumps([{"name": "two targets, one build host", "hosts": "all", "gather_facts": False,
+                                 "roles": [{"role": "xdplab.testbed.kernel", "vars": role_vars}]}]))
+    res = subprocess.run([PLAYBOOK, "-i", str(inventory), str(play)], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                         check=False, timeout=900)
+    out = " ".join((res.stdout + res.stderr).split())
+
+    assert res.returncode != 0, out[-3000:]
+    assert "dut1 and dut2 all build on localhost but ask for different builds" in out, out[-3000:]
     assert not (tmp_path / "root").exists()
 
 

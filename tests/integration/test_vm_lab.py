@@ -343,3 +343,101 @@ def test_host_tuning_reboot_refused_over_a_local_connection(tmp_path):
     assert "host_tuning_reboot is true but localhost is reached with connection local: the collection does not " \
         "reboot the controller or a namespace of the virtual lab" in out, p.stdout[-3000:]
     assert marker.exists() and 'isolcpus=0"' in grub.read_text()
+
+
+# inventories/vm/group_vars/duts/kernel.yml: the kernel role builds on the controller (kernel_build_host: localhost)
+# into this root, which outlives every lab; the DUT VM gets build/vm/ with the packages and the stamp
+KERNEL_BUILD_ROOT = "/var/cache/xdplab/kernel-vm"
+KERNEL_STAMP = os.path.join(KERNEL_BUILD_ROOT, "build", "vm", "xdplab-kernel.json")
+
+
+@pytest.mark.root
+@pytest.mark.vm_lab
+@pytest.mark.skipif(
+    os.environ.get("XDPLAB_VM_LAB") != "1",
+    reason="brings the VM lab up, installs a kernel on the DUT VM and reboots it under TCG (10-15 min; the kernel's "
+    "first build on the controller takes 30-60 min more): make test-vm-lab runs it (XDPLAB_VM_LAB=1)",
+)
+def test_vm_lab_kernel_built_on_the_controller_installed_booted_and_verified(capsys):
+    """site.yml's kernel phase on the DUT VM (inventories/vm: kernel_build_host localhost): the role builds Debian's
+    linux-source-6.1 as defconfig + vm-guest.config + bpf.config on the controller (or finds its stamp: the packages
+    are cached in KERNEL_BUILD_ROOT between runs), copies the linux-image package and the stamp to the DUT VM, installs
+    it there, makes it GRUB's saved default, reboots the VM over SSH and checks that uname -r and the running config
+    are the build's. The DUT then answers uname -r = the build's release, GRUB_DEFAULT=saved and saved_entry = that
+    kernel's entry. A second run changes nothing and does not reboot (same boot_id). Then the lab goes, nothing left."""
+    if os.geteuid() != 0:
+        pytest.fail("needs root: the role makes host taps and bridges and writes %s" % VM_ROOT)
+    name = "pytest%s" % secrets.token_hex(2)
+    prefix = "vmt%s" % secrets.token_hex(1)
+    extra = {"vm_lab_name": name, "vm_lab_ifname_prefix": prefix}
+    lab_dir = "%s/labs/%s" % (VM_ROOT, name)
+    if os.path.exists(KERNEL_STAMP):
+        with open(KERNEL_STAMP) as f:
+            cached = json.load(f)
+        say(capsys, "kernel packages cached on the controller: %s, built %s in %s s (%s)" % (
+            cached["release"], cached.get("built_at"), cached.get("seconds"), ", ".join(cached["debs"])))
+    else:
+        say(capsys, "no kernel packages in %s yet: site.yml builds them on the controller first "
+                    "(defconfig-based 6.1, 30-60 min on 2 shared CPUs)" % KERNEL_BUILD_ROOT)
+    t0 = time.monotonic()
+    try:
+        up = playbook(extra)
+        assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-2000:]
+        with open(os.path.join(lab_dir, "accelerator")) as f:
+            accel = f.read().strip()
+        boots = [line.strip() for line in up.stdout.splitlines() if "boot to SSH" in line]
+        say(capsys, "up in %.0f s; accelerator %s%s; %s" % (
+            time.monotonic() - t0, accel, " (functional checks, not performance)" if accel == "tcg" else "", boots))
+        before = on_dut(extra, "uname -r")
+
+        t1 = time.monotonic()
+        site = ansible_playbook(SITE, extra, "--tags", "kernel", timeout=3 * 3600)
+        t_site = time.monotonic() - t1
+        serial = os.path.join(lab_dir, "dut", "serial.log")
+        with open(serial, errors="replace") as f:
+            console = f.read()
+        assert site.returncode == 0, site.stdout[-8000:] + site.stderr[-2000:] + "\nDUT console:\n" + console[-4000:]
+        with open(KERNEL_STAMP) as f:
+            stamp = json.load(f)
+        release = stamp["release"]
+        assert release != before, (release, before)
+        out = " ".join(site.stdout.split())
+        assert "dut rebooted into " in out, site.stdout[-6000:]
+        rebooted = out.split("dut rebooted into ", 1)[1].split(")", 1)[0]
+        assert rebooted.startswith(release + " in "), rebooted
+        assert "running kernel %s is variant vm with its" % release in out, site.stdout[-4000:]
+        say(capsys, "site.yml --tags kernel in %.0f s (DUT VM was on %s): rebooted into %s); drift check passed; %s" % (
+            t_site, before, rebooted, recap(site.stdout, "dut")))
+
+        # what the DUT VM says on its own: the running kernel, GRUB's default, the saved entry, the package
+        state = on_dut(extra, "uname -r; cat /proc/sys/kernel/random/boot_id; grep '^GRUB_DEFAULT=' /etc/default/grub; "
+                              "grub-editenv list | grep '^saved_entry='; dpkg-query -W -f '${Package} ${Version}\\n' "
+                              "'linux-image-%s'" % release)
+        lines = state.splitlines()
+        assert lines[0] == release, lines
+        assert lines[2] == "GRUB_DEFAULT=saved", lines
+        assert lines[3].startswith("saved_entry=") and lines[3].endswith(">Debian GNU/Linux, with Linux %s" % release), lines
+        assert lines[4].startswith("linux-image-%s " % release), lines
+        boot_id = lines[1]
+        say(capsys, "DUT VM after the reboot: uname -r %s; %s; %s; %s" % (lines[0], lines[2], lines[3], lines[4]))
+        # what its serial console showed of the new kernel's start (none under a quiet loglevel)
+        banner = [line.strip() for line in console.splitlines() if "Linux version " + release in line]
+        say(capsys, "DUT console: %s" % (banner[-1][:160] if banner else "no 'Linux version %s' line" % release))
+
+        t2 = time.monotonic()
+        again = ansible_playbook(SITE, extra, "--tags", "kernel")
+        assert again.returncode == 0, again.stdout[-6000:]
+        r = recap(again.stdout, "dut")
+        assert r["changed"] == "0" and "rebooted into" not in again.stdout, (r, again.stdout[-3000:])
+        assert on_dut(extra, "cat /proc/sys/kernel/random/boot_id") == boot_id
+        say(capsys, "second run in %.0f s (converged, no reboot, same boot_id): %s" % (time.monotonic() - t2, r))
+    finally:
+        t3 = time.monotonic()
+        down = playbook(dict(extra, vm_lab_state="absent"))
+        left = lab_leftovers(lab_dir, prefix)
+        say(capsys, "down in %.0f s; whole test %.0f s; left: %s" % (time.monotonic() - t3, time.monotonic() - t0,
+                                                                     left or "nothing"))
+    assert down.returncode == 0, down.stdout[-4000:] + down.stderr[-2000:]
+    assert left == []
+    # the packages stay cached on the controller for the next run
+    assert os.path.exists(KERNEL_STAMP)
