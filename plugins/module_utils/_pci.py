@@ -71,6 +71,22 @@ def default_route_interfaces(route_text):
     return sorted(out)
 
 
+def kernel_config_option(release, option, boot="/boot"):
+    """The value of a kernel option in ``/boot/config-RELEASE`` (``y``, ``m``, ``not set``), or None when the file
+    cannot be read."""
+    try:
+        with open(os.path.join(boot, "config-" + release)) as f:
+            text = f.read()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(option + "="):
+            return line.split("=", 1)[1].strip()
+        if line.strip() == f"# {option} is not set":
+            return "not set"
+    return "not set"
+
+
 def _write(path, text):
     with open(path, "w") as f:
         f.write(text)

@@ -50,7 +50,8 @@ options:
     description:
       - With O(driver=vfio-pci) on a host without an IOMMU (a VM without a virtual IOMMU), turn on vfio's
         C(enable_unsafe_noiommu_mode) first. Without it such a device is refused with a message naming this option
-        and V(uio_pci_generic). The mode gives the device's DMA access to all memory; meant for test VMs.
+        and V(uio_pci_generic). A kernel built without C(CONFIG_VFIO_NOIOMMU) (Debian 12's) is refused before any
+        change, naming V(uio_pci_generic). The mode gives the device's DMA access to all memory; meant for test VMs.
     type: bool
     default: false
   record_dir:
@@ -188,6 +189,11 @@ class PciDriver:
                         f.write("1")
             else:
                 self.modprobe("vfio", "enable_unsafe_noiommu_mode=1")
+            if not self.noiommu():
+                self.fail(
+                    "vfio's enable_unsafe_noiommu_mode did not turn on (this kernel has no CONFIG_VFIO_NOIOMMU?); "
+                    "use uio_pci_generic"
+                )
         self.modprobe(pci.DRIVER_MODULES.get(driver, driver))
         if not os.path.isdir(os.path.join(SYS, "bus", "pci", "drivers", driver)):
             self.fail(f"driver {driver} is not registered with the PCI bus after modprobe (/sys/bus/pci/drivers/{driver})")
@@ -234,6 +240,13 @@ class PciDriver:
                 f"PCI device {address} is {', '.join(sorted(routed))}, which carries this host's default route: "
                 f"binding it to {driver} would cut the host off (name the data port, not the management port)"
             )
+        if driver == "vfio-pci" and self.p["vfio_noiommu"] and not os.path.exists(NOIOMMU_PARAM):
+            built = pci.kernel_config_option(os.uname().release, "CONFIG_VFIO_NOIOMMU")
+            if built is not None and built not in ("y", "m"):
+                self.fail(
+                    f"vfio_noiommu: this kernel ({os.uname().release}) is built without CONFIG_VFIO_NOIOMMU (its "
+                    f"/boot/config says {built}), so vfio-pci cannot take {address} without an IOMMU; use uio_pci_generic"
+                )
         if driver == "vfio-pci" and not self.p["vfio_noiommu"] and pci.iommu_group(SYS, address) is None:
             self.fail(
                 f"PCI device {address} has no IOMMU group (no IOMMU on this host, e.g. a VM without a virtual IOMMU): "

@@ -90,3 +90,12 @@ def test_default_route_interfaces_from_proc_net_route():
         "ens5\t040012C6\t00000000\t0001\t0\t0\t0\tFCFFFFFF\t0\t0\t0\n"
     )
     assert pci.default_route_interfaces(route) == ["ens3"]
+
+
+def test_kernel_config_option(tmp_path):
+    # the lines of Debian 12's /boot/config-6.1.0-57-amd64 in the VM lab's DUT (CONFIG_VFIO_NOIOMMU not set)
+    (tmp_path / "config-6.1.0-57-amd64").write_text("CONFIG_VFIO=m\n# CONFIG_VFIO_NOIOMMU is not set\nCONFIG_UIO_PCI_GENERIC=m\n")
+    assert pci.kernel_config_option("6.1.0-57-amd64", "CONFIG_VFIO_NOIOMMU", boot=str(tmp_path)) == "not set"
+    assert pci.kernel_config_option("6.1.0-57-amd64", "CONFIG_UIO_PCI_GENERIC", boot=str(tmp_path)) == "m"
+    assert pci.kernel_config_option("6.1.0-57-amd64", "CONFIG_OTHER", boot=str(tmp_path)) == "not set"
+    assert pci.kernel_config_option("5.10.0", "CONFIG_VFIO_NOIOMMU", boot=str(tmp_path)) is None
