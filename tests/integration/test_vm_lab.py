@@ -17,6 +17,7 @@ it naming the port if that lab is up."""
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import time
@@ -361,15 +362,10 @@ DROP_SYSTEMS = ["xdp", "dpdk_vector", "dpdk_scalar", "af_xdp_copy", "linux_raw",
 def ports_inventory(tmp_path):
     """An inventory source that moves the lab's SSH forwards off the inventory's ports (another lab, e.g. make
     vm-lab-up's or another session's, may hold 52201/52202): two free ports of 127.0.0.1."""
-    import socket
-
-    ports = []
-    socks = []
-    for _ in range(2):
-        s = socket.socket()
+    socks = [socket.socket(), socket.socket()]
+    for s in socks:
         s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
+    ports = [s.getsockname()[1] for s in socks]
     for s in socks:
         s.close()
     path = tmp_path / "ports.yml"
