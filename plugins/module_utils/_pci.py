@@ -45,12 +45,18 @@ def current_driver(root, address):
 
 
 def interfaces(root, address):
-    """The kernel's network interfaces of the device (``net/`` under it): [] when a user-space driver has it."""
-    net = os.path.join(device_dir(root, address), "net")
+    """The kernel's network interfaces of the device (``net/`` under it, or under the virtio device a virtio PCI
+    device carries: ``virtioN/net/``): [] when a user-space driver has it."""
+    dev = device_dir(root, address)
     try:
-        return sorted(os.listdir(net))
+        children = sorted(n for n in os.listdir(dev) if n.startswith("virtio"))
     except OSError:
         return []
+    out = []
+    for net in [os.path.join(dev, "net")] + [os.path.join(dev, c, "net") for c in children]:
+        if os.path.isdir(net):
+            out.extend(os.listdir(net))
+    return sorted(out)
 
 
 def iommu_group(root, address):

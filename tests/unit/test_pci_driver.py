@@ -99,3 +99,10 @@ def test_kernel_config_option(tmp_path):
     assert pci.kernel_config_option("6.1.0-57-amd64", "CONFIG_UIO_PCI_GENERIC", boot=str(tmp_path)) == "m"
     assert pci.kernel_config_option("6.1.0-57-amd64", "CONFIG_OTHER", boot=str(tmp_path)) == "not set"
     assert pci.kernel_config_option("5.10.0", "CONFIG_VFIO_NOIOMMU", boot=str(tmp_path)) is None
+
+
+def test_interfaces_of_a_virtio_device(tmp_path):
+    # the VM lab's DUT: /sys/bus/pci/devices/0000:00:04.0/virtio1/net/ens4 (virtio-pci carries virtio1 on virtio_net)
+    root = tree(tmp_path, ifaces=())
+    os.makedirs(os.path.join(root, "bus", "pci", "devices", ADDR, "virtio1", "net", "ens4"))
+    assert pci.interfaces(root, ADDR) == ["ens4"]
