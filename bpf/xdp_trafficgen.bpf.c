@@ -166,4 +166,13 @@ int xdp_trafficgen(struct xdp_md *ctx)
 	return bpf_redirect(egress_ifindex, 0);
 }
 
+/* Attached (driver mode, through a BPF link) by xdplab-trafficgen to its egress NIC for the run when that NIC has no
+ * XDP program: a NIC driver takes redirected frames (ndo_xdp_xmit) only while one is attached (virtio_net answers
+ * -ENXIO otherwise). Whatever the NIC receives goes on to the stack as before. */
+SEC("xdp")
+int xdp_trafficgen_egress(struct xdp_md *ctx)
+{
+	return XDP_PASS;
+}
+
 char _license[] SEC("license") = "GPL";

@@ -65,6 +65,7 @@
 
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <linux/if_ether.h>
 #include <linux/if_link.h>
@@ -86,7 +87,7 @@
 
 /* 0.2.0: --rate paced by the program; 0.3.0: a start record once every sender thread runs; 0.4.0: the Ethernet
  * and IPv4 headers written on every packet (frame_hdrs), not only once */
-#define TRAFFICGEN_VERSION "0.4.0"
+#define TRAFFICGEN_VERSION "0.4.1"
 #define OBJ_NAME "xdp_trafficgen.bpf.o"
 #define PROG_NAME "xdp_trafficgen"
 #define CURSOR_MAP_NAME "flow_cursors"
@@ -505,6 +506,36 @@ static struct bpf_object *load_obj(const struct config *cfg, const void *frame, 
 	*prog_fd = bpf_program__fd(prog);
 	*cursor_fd = bpf_map__fd(map);
 	return obj;
+}
+
+/* A NIC driver (virtio_net, i40e, ...) takes redirected frames through ndo_xdp_xmit only while an XDP program is
+ * attached to it (virtio_net: -ENXIO otherwise); veth wants one on its peer instead (the DUT's), so this is for a
+ * device with a bus device (/sys/class/net/DEV/device) only. When such a device has no XDP program, the object's
+ * pass-through program is attached to it through a BPF link for the run: the kernel detaches it when the generator
+ * exits, however it exits. Returns the link, or NULL when none was needed. */
+#define EGRESS_PROG_NAME "xdp_trafficgen_egress"
+static struct bpf_link *hold_egress(struct bpf_object *obj, const struct config *cfg)
+{
+	char path[PATH_MAX];
+	struct bpf_program *prog;
+	struct bpf_link *link;
+	struct stat st;
+	__u32 id = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", cfg->dev);
+	if (stat(path, &st))
+		return NULL;
+	if (!bpf_xdp_query_id(cfg->ifindex, 0, &id) && id)
+		return NULL;
+	prog = bpf_object__find_program_by_name(obj, EGRESS_PROG_NAME);
+	if (!prog)
+		die("the generator object lacks program %s, which %s needs attached to send (rebuild bpf/)",
+		    EGRESS_PROG_NAME, cfg->dev);
+	link = bpf_program__attach_xdp(prog, cfg->ifindex);
+	if (!link)
+		die("cannot attach %s to %s (%s): its driver sends redirected frames only with an XDP program attached",
+		    EGRESS_PROG_NAME, cfg->dev, strerror(errno));
+	return link;
 }
 
 /* A zeroed array of one per-CPU map value for every possible CPU (what a
@@ -1029,6 +1060,7 @@ int main(int argc, char **argv)
 	double dropped_s;
 	unsigned int q, lane, frame_len, nthreads;
 	struct bpf_object *obj;
+	struct bpf_link *egress_link;
 	sigset_t block, old;
 	struct config cfg;
 	bool held = false;
@@ -1043,6 +1075,7 @@ int main(int argc, char **argv)
 	libbpf_logging();
 	frame = build_frame(&cfg, &frame_len);
 	obj = load_obj(&cfg, frame, &prog_fd, &cursor_fd);
+	egress_link = hold_egress(obj, &cfg);
 	if (cfg.rate_pps > 0)
 		held = hold_dispatcher(prog_fd);
 
@@ -1125,6 +1158,7 @@ int main(int argc, char **argv)
 	dropped_s = pacing_dropped_s(pace_fd);
 	if (held)
 		keeper_del(keeper_if);
+	bpf_link__destroy(egress_link);
 	bpf_object__close(obj);
 	free(frame);
 	if (err)

@@ -21,6 +21,11 @@ its map access; the packets are counted by the driver, which keeps per-RX-queue 
 The counts are outcomes, as the drivers count them: ``tx`` is what was sent back, ``drop`` what was dropped
 (XDP_ABORTED included; on mlx5 also an XDP_TX its send queue refused).
 
+- virtio_net: ``rx_queue_N_xdp_drops``, ``rx_queue_N_xdp_tx``, ``rx_queue_N_xdp_redirects`` (plural) and
+  ``rx_queue_N_xdp_packets``; pass is the handled frames less those three (exact while no XDP_TX or redirect send
+  fails: Linux 6.1 counts such a frame in ``xdp_tx``/``xdp_redirects`` and in ``xdp_drops``). Real output: the VM
+  lab's DUT, tests/unit/fixtures/ethtool/vmdut_virtio_S_*.txt.
+
 Drivers not listed here have no per-queue XDP counters we know of from real output: xdp_counter_names() returns
 None for them and the caller counts with the program (``count: program``).
 
@@ -49,6 +54,23 @@ _COUNTERS = {
         "redirect": (((1, _VETH_REDIRECT),), None),
         "pass": (
             ((1, _VETH_HANDLED), (-1, _VETH_DROP), (-1, _VETH_TX), (-1, _VETH_TX_FAILED), (-1, _VETH_REDIRECT), (-1, _VETH_LOST)),
+            None,
+        ),
+    },
+    # virtio_net (Linux 6.1): rx_queue_N_xdp_packets counts every frame given to XDP; xdp_tx and xdp_redirects are
+    # counted when the program returns the action, before the send (a send that fails is also in xdp_drops);
+    # xdp_drops: XDP_DROP, XDP_ABORTED and failed sends. Real output: tests/unit/fixtures/ethtool/vmdut_virtio_S_*.
+    "virtio_net": {
+        "drop": (((1, "rx_queue_{queue}_xdp_drops"),), None),
+        "tx": (((1, "rx_queue_{queue}_xdp_tx"),), None),
+        "redirect": (((1, "rx_queue_{queue}_xdp_redirects"),), None),
+        "pass": (
+            (
+                (1, "rx_queue_{queue}_xdp_packets"),
+                (-1, "rx_queue_{queue}_xdp_drops"),
+                (-1, "rx_queue_{queue}_xdp_tx"),
+                (-1, "rx_queue_{queue}_xdp_redirects"),
+            ),
             None,
         ),
     },

@@ -513,6 +513,12 @@ def matrix_systems(matrix):
     return [{"system": s, "impl": i, "cores": c} for (s, i), c in largest.items()]
 
 
+# the drivers xdp_live (bpf/xdp_trafficgen: BPF_PROG_RUN live frames redirected to the port) sends through: veth (the
+# virtual lab) and virtio_net (the VM lab; xdplab-trafficgen 0.4.1 attaches a pass-through program to the port, which
+# virtio_net's ndo_xdp_xmit needs)
+XDP_LIVE_DRIVERS = ("veth", "virtio_net")
+
+
 class HostPreflight:
     """Reads the host (sysfs, procfs, netlink, ip/ethtool) and collects every problem; changes nothing."""
 
@@ -629,6 +635,21 @@ class HostPreflight:
             return modes, "table"
         return ["skb"], None
 
+    def pci_child_drivers(self, address):
+        """Drivers of the devices a PCI function carries on another bus: a virtio PCI device (driver virtio-pci) has a
+        virtio device (virtioN) whose driver (virtio_net) names its network interface."""
+        base = self.path("/sys/bus/pci/devices", address)
+        try:
+            names = sorted(n for n in os.listdir(base) if n.startswith("virtio"))
+        except OSError:
+            return []
+        out = []
+        for name in names:
+            link = os.path.join(base, name, "driver")
+            if os.path.exists(link):
+                out.append(os.path.basename(os.path.realpath(link)))
+        return out
+
     def pci_devices(self):
         """{address: (class, driver)} of /sys/bus/pci/devices."""
         base = self.path("/sys/bus/pci/devices")
@@ -738,12 +759,14 @@ class HostPreflight:
             )
             return
         _cls, driver = devices[pci]
+        children = self.pci_child_drivers(pci)
         found.update(exists=True, driver=driver)
-        if entry.get("driver") and driver != entry["driver"]:
+        if entry.get("driver") and entry["driver"] != driver and entry["driver"] not in children:
+            on = f" (its virtio device: {', '.join(children)})" if children else ""
             self.problem(
                 entry.get("driver_field") or field,
                 entry["driver"],
-                f"PCI device {pci} is bound to {driver or 'no driver'}, not {entry['driver']}",
+                f"PCI device {pci} is bound to {driver or 'no driver'}{on}, not {entry['driver']}",
             )
 
     def check_cpus(self, online):
@@ -791,18 +814,20 @@ class HostPreflight:
         if backend == "xdp_live":
             for port in ports:
                 if port["kind"] == "pci":
+                    if not port["exists"] or set(self.pci_child_drivers(port["pci"])) & set(XDP_LIVE_DRIVERS):
+                        continue
                     self.problem(
                         field,
                         backend,
-                        f"xdp_live sends through a veth end, but {port['field']} is PCI device {port['name']} "
-                        "(a PCI port needs backend trex)",
+                        f"xdp_live sends through a veth end or a virtio_net port, but {port['field']} is PCI device "
+                        f"{port['name']} (a PCI port needs backend trex)",
                     )
-                elif (port["exists"] or port["kind"] == "planned") and port["driver"] != "veth":
+                elif (port["exists"] or port["kind"] == "planned") and port["driver"] not in XDP_LIVE_DRIVERS:
                     self.problem(
                         field,
                         backend,
-                        f"xdp_live sends through a veth end, but {port['field']} {port['name']} has driver "
-                        f"{port['driver'] or 'unknown'} (a NIC port needs backend trex)",
+                        f"xdp_live sends through a veth end or a virtio_net port, but {port['field']} {port['name']} has "
+                        f"driver {port['driver'] or 'unknown'} (a NIC port needs backend trex)",
                     )
         elif backend == "trex":
             for port in ports:

@@ -68,6 +68,13 @@ cpu:
   returned: always
   type: dict
   sample: {model: "Intel(R) Xeon(R) CPU E5-1650 v4 @ 3.60GHz", count: 6, online: "0-5", online_list: [0, 1, 2, 3, 4, 5]}
+machine:
+  description:
+    - What the host is, from DMI (C(/sys/class/dmi/id)) and the CPU flags; a VM says so (vendor QEMU, the
+      C(hypervisor) flag). Null values where the host does not tell.
+  returned: always
+  type: dict
+  sample: {vendor: QEMU, product: Standard PC (i440FX + PIIX, 1996), hypervisor: true, virtualization: qemu}
 tools:
   description: Tool versions (null when the tool is missing).
   returned: always
@@ -174,6 +181,21 @@ class TestbedFacts:
             "online_list": parse_cpu_list(online) if online else None,
         }
 
+    def machine(self):
+        flags = ""
+        for line in (_read("/proc/cpuinfo") or "").splitlines():
+            if line.startswith("flags"):
+                flags = line.partition(":")[2]
+                break
+        virt = self.run_tool(["systemd-detect-virt"])
+        return {
+            "vendor": _read("/sys/class/dmi/id/sys_vendor"),
+            "product": _read("/sys/class/dmi/id/product_name"),
+            "hypervisor": "hypervisor" in flags.split(),
+            # systemd's guess of the hypervisor (it says kvm for a qemu TCG guest too); null on bare metal
+            "virtualization": virt.strip() if virt else None,
+        }
+
     def tools(self):
         libbpf_version = None
         try:
@@ -255,6 +277,7 @@ class TestbedFacts:
     def run(self):
         self.result["kernel"] = self.kernel()
         self.result["cpu"] = self.cpu()
+        self.result["machine"] = self.machine()
         self.result["tools"] = self.tools()
         self.result["interfaces"] = [self.interface(n) for n in self.module.params["interfaces"]]
         return self.result

@@ -17,6 +17,7 @@ it naming the port if that lab is up."""
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import time
@@ -343,6 +344,128 @@ def test_host_tuning_reboot_refused_over_a_local_connection(tmp_path):
     assert "host_tuning_reboot is true but localhost is reached with connection local: the collection does not " \
         "reboot the controller or a namespace of the virtual lab" in out, p.stdout[-3000:]
     assert marker.exists() and 'isolcpus=0"' in grub.read_text()
+
+
+PAPER_DROP = os.path.join(ROOT, "playbooks", "paper_drop.yml")
+# the short matrix TCG allows: one core, 64-byte frames, one repetition, a short window (functional, not performance)
+SHORT_DROP = {
+    "paper_drop_cores": [1],
+    "paper_drop_packet_len": [64],
+    "paper_drop_touch": ["no_touch"],
+    "paper_drop_repetitions": 1,
+    "experiment_warmup": 2,
+    "experiment_samples": 3,
+}
+DROP_SYSTEMS = ["xdp", "dpdk_vector", "dpdk_scalar", "af_xdp_copy", "linux_raw", "linux_conntrack"]
+
+
+def ports_inventory(tmp_path):
+    """An inventory source that moves the lab's SSH forwards off the inventory's ports (another lab, e.g. make
+    vm-lab-up's or another session's, may hold 52201/52202): two free ports of 127.0.0.1."""
+    socks = [socket.socket(), socket.socket()]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    path = tmp_path / "ports.yml"
+    path.write_text(json.dumps({"all": {"hosts": {"tg": {"ansible_port": ports[0]}, "dut": {"ansible_port": ports[1]}}}}))
+    return ["-i", INVENTORY, "-i", str(path)]
+
+
+def records(results, experiment="paper_drop", dut="dut"):
+    with open(os.path.join(results, experiment, dut, "trials.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.mark.root
+@pytest.mark.vm_lab
+@pytest.mark.skipif(
+    os.environ.get("XDPLAB_VM_LAB") != "1",
+    reason="brings the VM lab up and runs a short paper_drop on it under TCG (about 30 min): make test-vm-lab runs it "
+    "(XDPLAB_VM_LAB=1)",
+)
+def test_vm_lab_paper_drop_over_ssh(capsys, tmp_path):
+    """paper_drop.yml over SSH on the VM lab: testbed_up (tuning with its reboot, bpf/ built on both VMs, DPDK from
+    Debian in the DUT VM, the generator xdp_live on tg), then a short matrix of every drop system the guest has: XDP
+    in virtio_net's native mode (counted by the program, then in a second run by the driver's rx_queue_N_xdp_drops),
+    DPDK testpmd with net_virtio on the ingress port bound to uio_pci_generic by PCI address (vector and scalar
+    RX), AF_XDP copy mode, Linux raw and conntrack. Each record must say driver virtio_net, the VM's machine facts,
+    a rate above 0; DPDK's the PCI address it bound. After testbed_down the port is back on virtio-pci with its
+    interface; then the lab goes and nothing of it may be left. TCG: functional checks, not performance."""
+    if os.geteuid() != 0:
+        pytest.fail("needs root: the role makes host taps and bridges and writes %s" % VM_ROOT)
+    name = "pytest%s" % secrets.token_hex(2)
+    prefix = "vmt%s" % secrets.token_hex(1)
+    extra = {"vm_lab_name": name, "vm_lab_ifname_prefix": prefix}
+    inv = ports_inventory(tmp_path)
+    lab_dir = "%s/labs/%s" % (VM_ROOT, name)
+    results = str(tmp_path / "results")
+
+    def play(path, more, timeout=3600):
+        return run([os.path.join(BIN, "ansible-playbook"), *inv, path, "-e", json.dumps(dict(extra, **more))], timeout)
+
+    def dut_shell(command):
+        p = run([os.path.join(BIN, "ansible"), *inv, "dut", "-b", "-e", json.dumps(extra), "-m", "ansible.builtin.shell",
+                 "-a", command], 600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+        return p.stdout.split(">>", 1)[1].strip()
+
+    t0 = time.monotonic()
+    try:
+        up = play(PLAYBOOK, {})
+        assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-2000:]
+        with open(os.path.join(lab_dir, "accelerator")) as f:
+            accel = f.read().strip()
+        say(capsys, "up in %.0f s; accelerator %s%s" % (
+            time.monotonic() - t0, accel, " (TCG: these figures are functional checks, not performance)"
+            if accel == "tcg" else ""))
+
+        t1 = time.monotonic()
+        drop = play(PAPER_DROP, dict(SHORT_DROP, experiment_results_dir=results), timeout=5400)
+        assert drop.returncode == 0, drop.stdout[-10000:] + drop.stderr[-2000:]
+        say(capsys, "paper_drop (testbed_up, %s, testbed_down) in %.0f s: %s" % (
+            ", ".join(DROP_SYSTEMS), time.monotonic() - t1, recap(drop.stdout, "dut")))
+
+        t2 = time.monotonic()
+        driver = play(PAPER_DROP, dict(SHORT_DROP, experiment_results_dir=results + "-driver", paper_drop_systems=["xdp"],
+                                       xdplab_xdp_count="driver"), timeout=3600)
+        assert driver.returncode == 0, driver.stdout[-10000:] + driver.stderr[-2000:]
+        say(capsys, "paper_drop xdp counted by the driver in %.0f s" % (time.monotonic() - t2))
+
+        recs = records(results) + records(results + "-driver")
+        by = {}
+        for r in recs:
+            assert r["status"] == "ok", r
+            by.setdefault((r["point"]["system"], r["provenance"]["measurement"].get("count_mode")), r)
+        assert {s for s, _c in by} == set(DROP_SYSTEMS), sorted(by)
+        for (system, count), r in sorted(by.items(), key=lambda kv: str(kv[0])):
+            dut = r["provenance"]["dut"]
+            assert dut["driver"] == "virtio_net", (system, dut)
+            assert dut["machine"]["vendor"] == "QEMU" and dut["machine"]["accelerator"] == accel, dut["machine"]
+            assert r["result"]["pps"] > 0, (system, r["result"])
+            if system.startswith("dpdk"):
+                program = r["provenance"]["program"]
+                assert program["pci"] == ["0000:00:04.0"], program
+                assert program["bound"][0]["pci"] == "0000:00:04.0", program
+                assert program["bound"][0]["driver"] == "uio_pci_generic", program
+                assert program["bound"][0]["previous"] == "virtio-pci", program
+            say(capsys, "%-16s count %-8s %8.0f pps (TCG, functional)" % (system, count, r["result"]["pps"]))
+        assert ("xdp", "driver") in by and ("xdp", "program") in by, sorted(by)
+
+        # after testbed_down the port is the kernel's again: virtio-pci holds it and virtio_net names it ens4
+        back = dut_shell("basename $(readlink /sys/bus/pci/devices/0000:00:04.0/driver); ethtool -i ens4 | head -1; "
+                         "ethtool -i ens4 | grep bus-info; ls /run/xdplab/pci_driver 2>/dev/null | wc -l")
+        assert back.splitlines() == ["virtio-pci", "driver: virtio_net", "bus-info: 0000:00:04.0", "0"], back
+        say(capsys, "after testbed_down: %s" % back.splitlines())
+    finally:
+        t3 = time.monotonic()
+        down = play(PLAYBOOK, {"vm_lab_state": "absent"})
+        left = lab_leftovers(lab_dir, prefix)
+        say(capsys, "down in %.0f s; whole test %.0f s; left: %s" % (time.monotonic() - t3, time.monotonic() - t0,
+                                                                     left or "nothing"))
+    assert down.returncode == 0, down.stdout[-4000:]
+    assert not left, left
 
 
 # inventories/vm/group_vars/duts/kernel.yml: the kernel role builds on the controller (kernel_build_host: localhost)

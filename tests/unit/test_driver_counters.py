@@ -48,7 +48,7 @@ def test_names_per_driver():
     assert dc.xdp_total_counter("veth") is None
 
 
-@pytest.mark.parametrize("driver", ["i40e", "ixgbe", "virtio_net", "", None])
+@pytest.mark.parametrize("driver", ["i40e", "ixgbe", "", None])
 def test_drivers_without_known_counters_say_so(driver):
     assert dc.xdp_counter_names(driver) is None
     with pytest.raises(ValueError, match=r"no per-queue XDP counters .*\(count: program\)"):
@@ -151,3 +151,17 @@ def test_counter_reset_counts_from_zero():
     assert dc.per_queue_xdp_rates(before, after, 1.0, "veth") == {0: 300.0, 1: 20.0, 2: 5.0}
     with pytest.raises(ValueError, match="interval must be positive"):
         dc.per_queue_xdp_rates(before, after, 0, "veth")
+
+
+def test_virtio_net_drop_counters_from_the_vm_lab():
+    """virtio_net (Linux 6.1, the VM lab's DUT): XDP_DROP of 491 echo requests counted per queue in
+    rx_queue_0_xdp_drops; rx_queue_0_xdp_packets has them all, so pass (handled - drop - tx - redirects) is 0."""
+    before = ethtool.parse_stats(text("ethtool", "vmdut_virtio_S_xdp_drop_before.txt"))
+    after = ethtool.parse_stats(text("ethtool", "vmdut_virtio_S_xdp_drop_after.txt"))
+    assert dc.xdp_counter_names("virtio_net")["drop"] == "rx_queue_{queue}_xdp_drops"
+    assert dc.per_queue_xdp_packets(before, "virtio_net", "drop") == {0: 0}
+    assert dc.per_queue_xdp_packets(after, "virtio_net", "drop") == {0: 491}
+    assert dc.per_queue_xdp_packets(after, "virtio_net", "pass") == {0: 0}
+    assert dc.total_xdp_packets(after, "virtio_net", "drop") == 491
+    rates = dc.per_queue_xdp_rates(before, after, 10.0, "virtio_net", "drop")
+    assert rates == {0: pytest.approx(49.1)}

@@ -238,15 +238,15 @@ def test_generator_backend_fits_the_ports(host, tmp_path):
     assert host.check(role="generator", host="tg", interfaces=[port], backend="trex", trex=trex)["errors"] == []
     res = host.check(role="generator", host="tg", interfaces=[port], backend="xdp_live")
     assert res["errors"] == [
-        "tg: xdplab_generator_backend: xdp_live sends through a veth end, but xdplab_generator_ports[0] is PCI device "
-        "0000:3b:00.0 (a PCI port needs backend trex)"
+        "tg: xdplab_generator_backend: xdp_live sends through a veth end or a virtio_net port, but "
+        "xdplab_generator_ports[0] is PCI device 0000:3b:00.0 (a PCI port needs backend trex)"
     ]
     host.netdev("ens2f0", 9, pci="0000:5e:00.0", driver="ice")
     res = host.check(role="generator", host="tg", interfaces=[{"field": "xdplab_generator_interface", "name": "ens2f0"}],
                      backend="xdp_live")  # fmt: skip
     assert res["errors"] == [
-        "tg: xdplab_generator_backend: xdp_live sends through a veth end, but xdplab_generator_interface ens2f0 has "
-        "driver ice (a NIC port needs backend trex)"
+        "tg: xdplab_generator_backend: xdp_live sends through a veth end or a virtio_net port, but "
+        "xdplab_generator_interface ens2f0 has driver ice (a NIC port needs backend trex)"
     ]
 
 
@@ -324,3 +324,24 @@ def test_matrix_systems_from_the_experiment_matrix():
     assert hp.matrix_systems({"axes": {"system": ["xdp"], "cores": [2]}, "impls": impls}) == [
         {"system": "xdp", "impl": "xdp", "cores": 2}
     ]
+
+
+def test_virtio_port_by_pci_and_name_for_the_dut_and_xdp_live(host):
+    """The VM lab: a virtio-net port is PCI function 0000:00:04.0 on virtio-pci carrying virtio device virtio1 on
+    virtio_net (its interface ens4); the inventory names driver virtio_net, and xdp_live sends through it."""
+    dev = host.pci("0000:00:04.0", "virtio-pci")
+    vdev = dev / "virtio1"
+    vdev.mkdir()
+    drv = host.root / "sys/bus/virtio/drivers/virtio_net"
+    drv.mkdir(parents=True)
+    os.symlink(os.path.relpath(drv, vdev), vdev / "driver")
+    port = {"field": "xdplab_dut_ports[0]", "name": "0000:00:04.0", "pci": "0000:00:04.0", "driver": "virtio_net",
+            "driver_field": "xdplab_dut_ports[0].driver"}  # fmt: skip
+    assert host.check(interfaces=[port])["errors"] == []
+    res = host.check(interfaces=[dict(port, driver="mlx5_core")])
+    assert res["errors"] == [
+        "dut: xdplab_dut_ports[0].driver: PCI device 0000:00:04.0 is bound to virtio-pci (its virtio device: "
+        "virtio_net), not mlx5_core"
+    ]
+    gen = {"field": "xdplab_generator_ports[0]", "name": "0000:00:04.0"}
+    assert host.check(role="generator", host="tg", interfaces=[gen], backend="xdp_live")["errors"] == []
