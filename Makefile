@@ -102,8 +102,9 @@ vm-lab-up: $(VENV)/.run-deps
 vm-lab-down: $(VENV)/.run-deps
 	$(ANSIBLE_PLAYBOOK) -i inventories/vm playbooks/vm_lab.yml -e vm_lab_state=absent $(ARGS)
 
-# the VM lab's bring-up test (7-11 min under TCG): make test lists it as skipped with this reason until it has run on a
-# fresh CI machine
+# the VM lab's tests (bring-up 7-11 min under TCG; the DUT's tuning reboot and its kernel install + reboot about 8 and
+# 18 min more, the kernel's first build on the controller about 50 min, cached after): make test lists them as skipped
+# with this reason until they have run on a fresh CI machine
 test-vm-lab: $(VENV)/.test-deps
 	XDPLAB_VM_LAB=1 $(VENV)/bin/pytest -q -s tests/integration/test_vm_lab.py
 
