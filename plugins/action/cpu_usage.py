@@ -11,10 +11,7 @@ trial (~0.3 s here, docs/BENCHMARKS.md "Ansible cost per trial"). Every other ca
 from __future__ import annotations
 
 from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage
-from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ControllerModuleAction
-
-# the connections whose host is this machine
-_THIS_MACHINE = ("local", "xdplab.testbed.netns")
+from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ControllerModuleAction, on_this_machine
 
 
 class ActionModule(ControllerModuleAction):
@@ -25,12 +22,7 @@ class ActionModule(ControllerModuleAction):
         between_snapshots = bool(args.get("since")) and bool(args.get("until"))
         # interface names (bpf_interfaces) are looked up in the host's network namespace: only the module can
         reads_namespace = bool(args.get("bpf_interfaces"))
-        return (
-            between_snapshots
-            and not reads_namespace
-            and getattr(self._connection, "transport", None) in _THIS_MACHINE
-            and not self._play_context.become
-        )
+        return between_snapshots and not reads_namespace and on_this_machine(self._connection, self._play_context)
 
     def run_module(self, module):
         return cpu_usage.CpuUsage(module).run()

@@ -43,6 +43,34 @@ class ControllerModule:
         raise ModuleFailure(dict(kwargs, msg=msg, failed=True))
 
 
+# the connections whose host is this machine (a local connection, or a network namespace of it through
+# xdplab.testbed.netns): /proc/stat, the threads' /proc and the kernel's sysctls are the machine's own in every namespace
+THIS_MACHINE = ("local", "xdplab.testbed.netns")
+
+
+def on_this_machine(connection, play_context):
+    """Whether a task's host is this machine, reached without become (a module run there would run as this process's
+    user, on this machine's /proc)."""
+    return getattr(connection, "transport", None) in THIS_MACHINE and not play_context.become
+
+
+def run_worker(run, params, check_mode=False, diff=False):
+    """Run a module's work in this process: ``run(module)`` returns the module's result for validated ``params``; the
+    result with ``changed`` defaulted and the module's warnings added. A fail_json() raises ModuleFailure with the
+    failed result, its warnings added too."""
+    module = ControllerModule(params, check_mode=check_mode, diff=diff)
+    try:
+        out = run(module)
+    except ModuleFailure as exc:
+        if module.warnings:
+            exc.result["warnings"] = exc.result.get("warnings", []) + module.warnings
+        raise
+    out.setdefault("changed", False)
+    if module.warnings:
+        out["warnings"] = out.get("warnings", []) + module.warnings
+    return out
+
+
 class ControllerModuleAction(ActionBase):
     """Base of the action plugin of a module that runs on the controller: set ARGUMENT_SPEC, REQUIRED_IF and
     run_module(module) (returns the module's result dict) in the subclass."""
@@ -70,13 +98,10 @@ class ControllerModuleAction(ActionBase):
         except AnsibleActionFail as exc:
             result.update(failed=True, msg=str(exc))
             return result
-        module = ControllerModule(args, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff))
         try:
-            out = self.run_module(module)
+            out = run_worker(self.run_module, args, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff))
         except ModuleFailure as exc:
             out = exc.result
         result.update(out)
         result.setdefault("changed", False)
-        if module.warnings:
-            result["warnings"] = result.get("warnings", []) + module.warnings
         return result

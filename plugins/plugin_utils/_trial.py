@@ -35,12 +35,10 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage, trial_record
 from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
-from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ControllerModule, ModuleFailure
+from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ModuleFailure, on_this_machine, run_worker
 
 # the keys of the state object a phase passes on (the rest of a registered result is Ansible's)
 STATE_KEYS = ("trial", "program", "traffic", "started", "cpu_before", "measured", "cpu", "generator", "line")
-# the connections whose host is this machine: /proc of every namespace of it is the controller's own
-THIS_MACHINE = ("local", "xdplab.testbed.netns")
 
 
 class PhaseFailure(Exception):
@@ -103,22 +101,23 @@ class Phases:
 
     def on_this_machine(self):
         """Whether the task's host is this machine, reached without become (its /proc is the worker's own)."""
-        connection = self.action._connection
-        return getattr(connection, "transport", None) in THIS_MACHINE and not self.action._play_context.become
+        return on_this_machine(self.action._connection, self.action._play_context)
 
-    @staticmethod
-    def in_process(worker, spec, params, required_if=None):
-        """Run a module's worker class in this process (the module's own argument spec validates the params)."""
+    def in_process(self, worker, spec, params, required_if=None):
+        """Run a module's worker class in this process (the module's own argument spec validates the params); its
+        warnings become the phase's."""
         validated = ArgumentSpecValidator(spec, required_if=required_if).validate(
             {k: v for k, v in params.items() if v is not None}
         )
         if validated.error_messages:
             raise PhaseFailure({"failed": True, "msg": "; ".join(validated.error_messages)})
-        module = ControllerModule(validated.validated_parameters, check_mode=False, diff=False)
         try:
-            return worker(module).run()
+            out = run_worker(lambda module: worker(module).run(), validated.validated_parameters)
         except ModuleFailure as exc:
+            self.warnings.extend(exc.result.get("warnings") or [])
             raise PhaseFailure(exc.result) from exc
+        self.warnings.extend(out.get("warnings") or [])
+        return out
 
     # -- what every phase knows ---------------------------------------------------------------------------------
     @property
