@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
 import importlib
 import json
 import os
@@ -118,16 +117,8 @@ def run_module(module_name, args, netns=None):
     with os.fdopen(read_fd, "rb") as pipe:
         for chunk in iter(lambda: pipe.read(65536), b""):
             chunks.append(chunk)
-    while True:
-        try:
-            _pid, status = os.waitpid(pid, 0)
-            break
-        except ChildProcessError:
-            status = 0
-            break
-        except OSError as exc:
-            if exc.errno != errno.EINTR:
-                raise
+    # (os.waitpid retries on EINTR itself, PEP 475)
+    _pid, status = os.waitpid(pid, 0)
     return _parse(module_name, b"".join(chunks).decode("utf-8", "replace"), status)
 
 

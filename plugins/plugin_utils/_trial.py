@@ -31,7 +31,10 @@ import copy
 import datetime
 import math
 
+from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.xdplab.testbed.plugins.filter import lab_math
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage, trial_record
 from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
@@ -171,6 +174,18 @@ class Phases:
         if cpu_window:
             out["cpu_window_cpus"] = self.trial["cpus"] if self.trial["cpu_windowed"] else []
         return out
+
+    def provenance(self, system, program, generator):
+        """A record's provenance: the run's (DUT, trial timing, controller) with this trial's system, program and
+        generator."""
+        return {
+            "dut": self.var("__experiment_dut_provenance"),
+            "system": system,
+            "program": program,
+            "generator": generator,
+            "trial": self.var("__experiment_timing"),
+            "controller": self.var("__experiment_controller"),
+        }
 
     def run_dir(self):
         # per DUT and trial: <run_dir>/<dut>/<trial id>.state.json (nothing is read across trials)
@@ -331,14 +346,9 @@ class Phases:
             "generator": summary,
             "kept_up_share": self.var("experiment_kept_up_share"),
             "link_speed_gbit": self.var("experiment_link_speed_gbit"),
-            "provenance": {
-                "dut": self.var("__experiment_dut_provenance"),
-                "system": trial["system"],
-                "program": dict(self.program(), **_systems.measured_provenance(trial, measured)),
-                "generator": gen_provenance,
-                "trial": self.var("__experiment_timing"),
-                "controller": self.var("__experiment_controller"),
-            },
+            "provenance": self.provenance(
+                trial["system"], dict(self.program(), **_systems.measured_provenance(trial, measured)), gen_provenance
+            ),
         }
         if "tcp" in summary:
             # the TCP experiment's section: the client's goodput and retransmits, the DUT port's driver counters
@@ -369,9 +379,7 @@ class Phases:
         systems = self.var("__experiment_systems", {})
         name = planned["point"]["system"]
         trial = self.state.get("trial") if (self.state.get("trial") or {}).get("id") == planned["trial_id"] else None
-        program = {}
-        if trial:
-            program = self.program()
+        program = self.program() if trial else {}
         args = {
             "path": self.var("__experiment_records"),
             "experiment": self.var("experiment_name"),
@@ -380,14 +388,9 @@ class Phases:
             "started_at": (trial or {}).get("started_at"),
             "failure": self.var("__experiment_failure"),
             "generator": partial if isinstance(partial, dict) else None,
-            "provenance": {
-                "dut": self.var("__experiment_dut_provenance"),
-                "system": dict(systems[name], name=name) if name in systems else {},
-                "program": program,
-                "generator": self.var("__experiment_gen_provenance"),
-                "trial": self.var("__experiment_timing"),
-                "controller": self.var("__experiment_controller"),
-            },
+            "provenance": self.provenance(
+                dict(systems[name], name=name) if name in systems else {}, program, self.var("__experiment_gen_provenance")
+            ),
         }
         self.in_process(trial_record.TrialRecorder, trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF)
         self.changed = True
@@ -655,14 +658,13 @@ PROVIDERS = {"xdp": XdpProvider, "linux": LinuxProvider, "tcp": TcpProvider, "la
 
 
 def _bool(value):
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+    """As Jinja's ``| bool`` in Ansible: yes/no, true/false, on/off, 1/0."""
+    return boolean(value, strict=False)
 
 
 def _mpps(pps):
-    """As the filter xdplab.testbed.mpps: Mpps rounded to 2 decimals."""
+    """The filter xdplab.testbed.mpps (Mpps rounded to 2 decimals); ``?`` for no number."""
     try:
-        return round(float(pps) / 1e6, 2)
-    except (TypeError, ValueError):
+        return lab_math.mpps(pps)
+    except AnsibleFilterError:
         return "?"
