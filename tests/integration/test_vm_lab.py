@@ -14,6 +14,7 @@ The lab here has its own name and interface prefix (never the inventory's `vm` /
 brought up with `make vm-lab-up` is not touched; it uses the inventory's SSH ports, and the role's preflight stops
 it naming the port if that lab is up."""
 
+import contextlib
 import json
 import os
 import secrets
@@ -206,6 +207,36 @@ def test_vm_lab_bad_option_type_fails_in_argument_spec():
 SITE = os.path.join(ROOT, "playbooks", "site.yml")
 
 
+@contextlib.contextmanager
+def a_lab(capsys):
+    """A VM lab of the test's own (a name and interface prefix never the inventory's), up: yields (extra vars, lab
+    directory). Always torn down after the body; when the body passed, the tear-down must pass and leave nothing."""
+    if os.geteuid() != 0:
+        pytest.fail("needs root: the role makes host taps and bridges and writes %s" % VM_ROOT)
+    name = "pytest%s" % secrets.token_hex(2)
+    prefix = "vmt%s" % secrets.token_hex(1)
+    extra = {"vm_lab_name": name, "vm_lab_ifname_prefix": prefix}
+    lab_dir = "%s/labs/%s" % (VM_ROOT, name)
+    t0 = time.monotonic()
+    try:
+        up = playbook(extra)
+        assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-2000:]
+        with open(os.path.join(lab_dir, "accelerator")) as f:
+            accel = f.read().strip()
+        boots = [line.strip() for line in up.stdout.splitlines() if "boot to SSH" in line]
+        say(capsys, "up in %.0f s; accelerator %s%s; %s" % (
+            time.monotonic() - t0, accel, " (functional checks, not performance)" if accel == "tcg" else "", boots))
+        yield extra, lab_dir
+    finally:
+        t3 = time.monotonic()
+        down = playbook(dict(extra, vm_lab_state="absent"))
+        left = lab_leftovers(lab_dir, prefix)
+        say(capsys, "down in %.0f s; whole test %.0f s; left: %s" % (time.monotonic() - t3, time.monotonic() - t0,
+                                                                     left or "nothing"))
+    assert down.returncode == 0, down.stdout[-4000:] + down.stderr[-2000:]
+    assert left == []
+
+
 def ansible_playbook(path, extra, *args, timeout=3600):
     return run([os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, path, "-e", json.dumps(extra), *args], timeout)
 
@@ -237,21 +268,7 @@ def test_vm_lab_tuning_reboot_nic_and_drift_check(capsys):
     DUT CPU into GRUB, update-grub in the VM, reboots it (host_tuning_reboot of inventories/vm), /proc/cmdline has them;
     the nic role sets channels, rings and both IRQs of each queue through virtio-net and skips, with the driver's
     answer, what virtio-net does not have; the drift check passes; a second run changes nothing and does not reboot."""
-    if os.geteuid() != 0:
-        pytest.fail("needs root: the role makes host taps and bridges and writes %s" % VM_ROOT)
-    name = "pytest%s" % secrets.token_hex(2)
-    prefix = "vmt%s" % secrets.token_hex(1)
-    extra = {"vm_lab_name": name, "vm_lab_ifname_prefix": prefix}
-    lab_dir = "%s/labs/%s" % (VM_ROOT, name)
-    t0 = time.monotonic()
-    try:
-        up = playbook(extra)
-        assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-2000:]
-        with open(os.path.join(lab_dir, "accelerator")) as f:
-            accel = f.read().strip()
-        boots = [line.strip() for line in up.stdout.splitlines() if "boot to SSH" in line]
-        say(capsys, "up in %.0f s; accelerator %s%s; %s" % (
-            time.monotonic() - t0, accel, " (functional checks, not performance)" if accel == "tcg" else "", boots))
+    with a_lab(capsys) as (extra, _lab_dir):
         before = on_dut(extra, "cat /proc/cmdline")
         assert "isolcpus" not in before, before
 
@@ -287,14 +304,6 @@ def test_vm_lab_tuning_reboot_nic_and_drift_check(capsys):
         r = recap(again.stdout, "dut")
         assert r["changed"] == "0" and "rebooted in" not in again.stdout, (r, again.stdout[-3000:])
         say(capsys, "second run in %.0f s (converged, no reboot): %s" % (time.monotonic() - t2, r))
-    finally:
-        t3 = time.monotonic()
-        down = playbook(dict(extra, vm_lab_state="absent"))
-        left = lab_leftovers(lab_dir, prefix)
-        say(capsys, "down in %.0f s; whole test %.0f s; left: %s" % (time.monotonic() - t3, time.monotonic() - t0,
-                                                                     left or "nothing"))
-    assert down.returncode == 0, down.stdout[-4000:] + down.stderr[-2000:]
-    assert left == []
 
 
 INVENTORY_BAD = [
@@ -488,12 +497,6 @@ def test_vm_lab_kernel_built_on_the_controller_installed_booted_and_verified(cap
     it there, makes it GRUB's saved default, reboots the VM over SSH and checks that uname -r and the running config
     are the build's. The DUT then answers uname -r = the build's release, GRUB_DEFAULT=saved and saved_entry = that
     kernel's entry. A second run changes nothing and does not reboot (same boot_id). Then the lab goes, nothing left."""
-    if os.geteuid() != 0:
-        pytest.fail("needs root: the role makes host taps and bridges and writes %s" % VM_ROOT)
-    name = "pytest%s" % secrets.token_hex(2)
-    prefix = "vmt%s" % secrets.token_hex(1)
-    extra = {"vm_lab_name": name, "vm_lab_ifname_prefix": prefix}
-    lab_dir = "%s/labs/%s" % (VM_ROOT, name)
     if os.path.exists(KERNEL_STAMP):
         with open(KERNEL_STAMP) as f:
             cached = json.load(f)
@@ -502,15 +505,7 @@ def test_vm_lab_kernel_built_on_the_controller_installed_booted_and_verified(cap
     else:
         say(capsys, "no kernel packages in %s yet: site.yml builds them on the controller first "
                     "(defconfig-based 6.1, 30-60 min on 2 shared CPUs)" % KERNEL_BUILD_ROOT)
-    t0 = time.monotonic()
-    try:
-        up = playbook(extra)
-        assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-2000:]
-        with open(os.path.join(lab_dir, "accelerator")) as f:
-            accel = f.read().strip()
-        boots = [line.strip() for line in up.stdout.splitlines() if "boot to SSH" in line]
-        say(capsys, "up in %.0f s; accelerator %s%s; %s" % (
-            time.monotonic() - t0, accel, " (functional checks, not performance)" if accel == "tcg" else "", boots))
+    with a_lab(capsys) as (extra, lab_dir):
         before = on_dut(extra, "uname -r")
 
         t1 = time.monotonic()
@@ -554,13 +549,5 @@ def test_vm_lab_kernel_built_on_the_controller_installed_booted_and_verified(cap
         assert r["changed"] == "0" and "rebooted into" not in again.stdout, (r, again.stdout[-3000:])
         assert on_dut(extra, "cat /proc/sys/kernel/random/boot_id") == boot_id
         say(capsys, "second run in %.0f s (converged, no reboot, same boot_id): %s" % (time.monotonic() - t2, r))
-    finally:
-        t3 = time.monotonic()
-        down = playbook(dict(extra, vm_lab_state="absent"))
-        left = lab_leftovers(lab_dir, prefix)
-        say(capsys, "down in %.0f s; whole test %.0f s; left: %s" % (time.monotonic() - t3, time.monotonic() - t0,
-                                                                     left or "nothing"))
-    assert down.returncode == 0, down.stdout[-4000:] + down.stderr[-2000:]
-    assert left == []
     # the packages stay cached on the controller for the next run
     assert os.path.exists(KERNEL_STAMP)
