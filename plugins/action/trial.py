@@ -16,6 +16,7 @@ PHASES = {
     "start": "start",
     "measure": "measure",
     "cpu": "window_end",
+    "far": "far",
     "stop": "stop",
     "record": "record",
     "failed": "failed",

@@ -16,16 +16,23 @@ pipe. Everything the module starts (a generator, a benchmark) is a child of that
 ``_record_module_result`` says so).
 
 Any other host (SSH, become) runs the module the usual way.
+
+A module can also run in the background (start_module): a detached grandchild of the worker runs it as above and
+writes its result to a file, which a later phase (another worker process) reads (job_result) or whose job it ends
+(kill_module): the trial phases' jobs (plugin_utils/_trial.py), as ``async``/``async_status`` do over SSH.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import importlib
 import json
 import os
+import signal
 import sys
+import time
 import traceback
 
 NETNS_RUN_DIR = "/run/netns"
@@ -135,3 +142,108 @@ def _parse(module_name, text, status):
             return result
     how = f"exit status {os.waitstatus_to_exitcode(status)}" if status else "no output"
     return {"failed": True, "msg": f"{module_name} ended in the worker without a result ({how}): {text[-500:]!r}"}
+
+
+# -- background jobs: a module started in one phase, its result read in a later one (another worker process) --------
+def start_module(module_name, args, result_path, netns=None):
+    """Start the module ``module_name`` in the background: a detached grandchild of this process (double fork, its own
+    session, stdio on /dev/null) runs it as run_module does (in network namespace ``netns``) and writes its result as
+    JSON to ``result_path`` (written to ``result_path + '.tmp'`` first, then renamed: a reader never sees half of it).
+    Returns ``{"pid", "starttime"}`` of the grandchild, the leader of its own process group (kill_module ends it and
+    the module's process with it; the start time tells it from a later process with the same pid)."""
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: forks the grandchild and exits at once, so that nothing waits for the job
+        try:
+            os.close(read_fd)
+            if os.fork() == 0:
+                _run_detached(module_name, args, result_path, netns, write_fd)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        said = pipe.read().decode("ascii", "replace").split()
+    os.waitpid(pid, 0)
+    if len(said) != 2:
+        raise OSError(f"the background job of {module_name} did not start (it said {said!r})")
+    return {"pid": int(said[0]), "starttime": int(said[1])}
+
+
+def _run_detached(module_name, args, result_path, netns, write_fd):
+    """The grandchild of start_module: never returns."""
+    try:
+        # nothing of the worker's is collected here: a stale file object's finaliser could close a descriptor that
+        # this process has opened again
+        gc.freeze()
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.write(write_fd, f"{os.getpid()} {process_starttime(os.getpid())}".encode())
+        # the worker's other descriptors (the controller's pipes) are not kept open by the job
+        os.closerange(3, write_fd)
+        os.closerange(write_fd + 1, os.sysconf("SC_OPEN_MAX"))
+        os.close(write_fd)
+        try:
+            result = run_module(module_name, args, netns=netns)
+        except BaseException as exc:  # the job reports whatever happened
+            msg = f"{module_name} raised {exc!r} in the background"
+            result = {"failed": True, "msg": msg, "exception": traceback.format_exc()}
+        tmp = result_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(result, fh)
+        os.replace(tmp, result_path)
+    finally:
+        os._exit(0)
+
+
+def process_starttime(pid):
+    """A process's start time (clock ticks since boot, /proc/PID/stat field 22); None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    # the fields after the command's name (which may hold spaces and parentheses)
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def job_running(job):
+    """Whether a job of start_module still runs (the same process: its pid with its start time)."""
+    return process_starttime(job["pid"]) == job["starttime"]
+
+
+def job_result(job, result_path):
+    """A job's result once it has written one (a dict), else None (it still runs, or it ended without one: see
+    job_running)."""
+    try:
+        with open(result_path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        return {"failed": True, "msg": f"the background job's result {result_path} is not JSON: {exc}"}
+
+
+def kill_module(job, result_path, grace_s=2.0):
+    """End a job of start_module if it still runs (SIGTERM to its process group, SIGKILL after ``grace_s``) and remove
+    its result files. Safe to call twice, and for a job that has ended. Returns whether it was still running."""
+    running = job_running(job)
+    if running:
+        _signal_group(job["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while job_running(job) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if job_running(job):
+            _signal_group(job["pid"], signal.SIGKILL)
+    for path in (result_path, result_path + ".tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    return running
+
+
+def _signal_group(pid, sig):
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)

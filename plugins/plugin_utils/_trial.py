@@ -18,6 +18,14 @@ the object with its own part added:
     cpu         the DUT's CPU usage over the window
     generator   the generator's stop (its summary; removed: its run files are gone)
     line        the trial's one-line result, once recorded
+    jobs        modules running in the background ({name: job}, Phases.start_job): started by one phase, collected by
+                a later one (another worker process), ended on every exit path (cleanup and teardown: each its host's)
+    far         a forwarding system's far side: its window (``window``, set by the measure: trial.yml then runs the
+                phase ``far`` on the generator host) and the far side's count (``counted``, until ``cpu`` reads it)
+
+A phase delegated to the generator host while the DUT's state goes on (``far``) registers its result apart
+(``__experiment_far``, so that its task, skipped for the other systems, does not replace ``__experiment_state``); the
+next phase takes it for the state when it is that window's (SIDE_RESULTS).
 
 A kind of system whose setup, measure and teardown are Python is a *provider* here (PROVIDERS; the ``xdp`` kind
 first). The other kinds still have task files (tasks/systems/<kind>/), which trial.yml includes after the phase of
@@ -30,6 +38,10 @@ from __future__ import annotations
 import copy
 import datetime
 import math
+import os
+import shlex
+import time
+import uuid
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -38,10 +50,19 @@ from ansible_collections.xdplab.testbed.plugins.filter import lab_math
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage, trial_record
 from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
+from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_forward import ForwardProvider
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ModuleFailure, on_this_machine, run_worker
 
 # the keys of the state object a phase passes on (the rest of a registered result is Ansible's)
-STATE_KEYS = ("trial", "program", "traffic", "started", "cpu_before", "measured", "cpu", "generator", "line")
+STATE_KEYS = (
+    "trial", "program", "traffic", "started", "cpu_before", "measured", "cpu", "generator", "line", "jobs", "far",
+)  # fmt: skip
+# results of phases registered apart from __experiment_state (a task that is skipped for some trials); the next phase
+# takes one for the state when it carries the same far-side window as the state (the trial's, not an earlier one's)
+SIDE_RESULTS = ("__experiment_far",)
+# the keys of async_status's result that are its own, not the module's
+_ASYNC_KEYS = ("ansible_job_id", "started", "finished", "results_file", "erased", "stdout", "stdout_lines", "stderr",
+               "stderr_lines")  # fmt: skip
 
 
 class PhaseFailure(Exception):
@@ -59,6 +80,11 @@ class Phases:
         self.action = action
         self.task_vars = task_vars
         previous = task_vars.get("__experiment_state")
+        for name in SIDE_RESULTS:
+            side = task_vars.get(name)
+            window = ((previous or {}).get("far") or {}).get("window") if isinstance(previous, dict) else None
+            if isinstance(side, dict) and window and ((side.get("far") or {}).get("window")) == window:
+                previous = side
         self.state = {k: copy.deepcopy(previous[k]) for k in STATE_KEYS if isinstance(previous, dict) and k in previous}
         self.changed = False
         # the modules this phase ran in a process of their own, and in a fork of the worker (the result's `modules`
@@ -85,10 +111,8 @@ class Phases:
         args = {k: v for k, v in args.items() if v is not None}
         if self.in_worker() and _in_worker.runs_in_worker(name):
             self.action._update_module_args(name, args, self.task_vars)
-            connection = self.action._connection
-            netns = connection.netns_name if getattr(connection, "transport", None) == "xdplab.testbed.netns" else None
             self.in_worker_modules.append(name)
-            result = _in_worker.run_module(name, args, netns=netns)
+            result = _in_worker.run_module(name, args, netns=self._netns())
         else:
             self.modules.append(name)
             result = self.action._execute_module(module_name=name, module_args=args, task_vars=self.task_vars)
@@ -97,6 +121,136 @@ class Phases:
             raise PhaseFailure(result)
         self.changed = self.changed or bool(result.get("changed"))
         return result
+
+    def flag(self, name, default=False):
+        """A boolean variable, as ``| bool`` reads it."""
+        return _bool(self.var(name, default))
+
+    def shell(self, script, what):
+        """Run a shell script on the task's host (``sh -ec``) by the connection's own command, as
+        ansible.builtin.raw does (no module process; become where the play has it); raise with its exit and stderr."""
+        res = self.action._low_level_execute_command(f"sh -ec {shlex.quote(script)}")
+        self.changed = True
+        if res.get("rc") != 0:
+            stderr = (res.get("stderr") or "").strip()
+            raise PhaseFailure(
+                {"failed": True, "msg": f"{what}: exit {res.get('rc')}: {stderr[-500:]}", "rc": res.get("rc"), "stderr": stderr}
+            )
+        return res
+
+    def host(self):
+        """The host this phase's modules run on: the delegated one where the task is delegated."""
+        return self.action._task.delegate_to or self.task_vars.get("inventory_hostname")
+
+    # -- background jobs: a module started by one phase, its result read by a later one ---------------------------
+    def start_job(self, name, module, args, limit_s):
+        """Start ``module`` on the task's host in the background as the trial's job ``name`` (kept in the state's
+        ``jobs``; collect_job reads its result in a later phase on the same host, end_jobs ends it on every exit
+        path). In the worker (in_worker): a detached grandchild of this worker writes the result to a file
+        (_in_worker.start_module); otherwise Ansible's async wrapper with ``limit_s`` as the task's ``async``."""
+        args = {k: v for k, v in args.items() if v is not None}
+        job = {"module": module, "host": self.host(), "limit_s": int(limit_s), "started_at": time.time()}
+        if self.in_worker() and _in_worker.runs_in_worker(module):
+            self.action._update_module_args(module, args, self.task_vars)
+            jobs_dir = os.path.expanduser(self.action.get_shell_option("async_dir", default="~/.ansible_async"))
+            os.makedirs(jobs_dir, mode=0o700, exist_ok=True)
+            path = os.path.join(jobs_dir, f"xdplab-{self.trial['id']}-{name}-{uuid.uuid4().hex[:12]}.json")
+            try:
+                job.update(_in_worker.start_module(module, args, path, netns=self._netns()))
+            except OSError as exc:
+                raise PhaseFailure({"failed": True, "msg": f"could not start {module} in the background: {exc}"}) from exc
+            job.update(how="worker", path=path)
+            self.in_worker_modules.append(module)
+        else:
+            task = self.action._task
+            saved = task.async_val
+            task.async_val = int(limit_s)
+            try:
+                started = self.action._execute_module(
+                    module_name=module, module_args=args, task_vars=self.task_vars, wrap_async=True
+                )
+            finally:
+                task.async_val = saved
+            self.modules.append(module)
+            if started.get("failed") or not started.get("ansible_job_id"):
+                msg = f"could not start {module} in the background: {started.get('msg', 'no job id')}"
+                raise PhaseFailure(dict(started, failed=True, msg=msg))
+            job.update(how="async", jid=started["ansible_job_id"])
+        self.state.setdefault("jobs", {})[name] = job
+        return job
+
+    def collect_job(self, name, timeout_s):
+        """The result of the trial's job ``name``, waiting up to ``timeout_s`` for it to end; the job is ended and
+        its files removed whatever it returned. Raise when it failed, ended without a result or did not end."""
+        job = (self.state.get("jobs") or {}).get(name)
+        if not job:
+            raise PhaseFailure({"failed": True, "msg": f"the trial's state has no background job {name}: the phase that "
+                                "starts it did not run for this trial"})  # fmt: skip
+        if job["host"] != self.host():
+            raise PhaseFailure({"failed": True, "msg": f"the background job {name} runs on {job['host']}, not on "
+                                f"{self.host()}: collect it in a phase of that host"})  # fmt: skip
+        deadline = time.monotonic() + timeout_s
+        try:
+            result = self._job_result(job)
+            while result is None and time.monotonic() < deadline:
+                time.sleep(0.1 if job["how"] == "worker" else 1.0)
+                result = self._job_result(job)
+        finally:
+            self._end_job(name)
+        if result is None:
+            result = {"failed": True, "msg": f"{job['module']} did not end within {timeout_s} s (ended now)"}
+        self.warnings.extend(result.get("warnings") or [])
+        if result.get("failed"):
+            raise PhaseFailure(result)
+        return result
+
+    def end_jobs(self):
+        """Every exit path: the trial's jobs on this phase's host end (a job in the worker is killed; an async job
+        over SSH is waited for until its own limit) and their files go; the other host's stay for its phase."""
+        for name, job in list((self.state.get("jobs") or {}).items()):
+            if job.get("host") == self.host():
+                if job.get("how") == "async":
+                    deadline = job["started_at"] + job["limit_s"] + 5
+                    while self._job_result(job) is None and time.time() < deadline:
+                        time.sleep(1.0)
+                self._end_job(name)
+
+    def _job_result(self, job):
+        """A job's result once it has ended, else None."""
+        if job["how"] == "worker":
+            result = _in_worker.job_result(job, job["path"])
+            if result is None and not _in_worker.job_running(job):
+                # it may have written its result as it ended
+                result = _in_worker.job_result(job, job["path"]) or {
+                    "failed": True,
+                    "msg": f"{job['module']} ended in the background without a result",
+                }
+            return result
+        status = self._async_status(job, "status")
+        if not status.get("finished") and not status.get("failed"):
+            return None
+        return {k: v for k, v in status.items() if k not in _ASYNC_KEYS}
+
+    def _end_job(self, name):
+        job = self.state["jobs"].pop(name)
+        if not self.state["jobs"]:
+            del self.state["jobs"]
+        if job["how"] == "worker":
+            _in_worker.kill_module(job, job["path"])
+        else:
+            self._async_status(job, "cleanup")
+
+    def _async_status(self, job, mode):
+        async_dir = self.action._remote_expand_user(self.action.get_shell_option("async_dir", default="~/.ansible_async"))
+        return self.action._execute_module(
+            module_name="ansible.legacy.async_status",
+            module_args={"jid": job["jid"], "mode": mode, "_async_dir": async_dir},
+            task_vars=self.task_vars,
+        )
+
+    def _netns(self):
+        connection = self.action._connection
+        return connection.netns_name if getattr(connection, "transport", None) == "xdplab.testbed.netns" else None
 
     def in_worker(self):
         """Whether this phase's modules run in a fork of the worker (the host is this machine, no become)."""
@@ -146,7 +300,11 @@ class Phases:
         the TCP system's iperf3 client): a provider's, with what task files set (__experiment_traffic: the latency
         experiment's stamps, a kind with task files) over it."""
         traffic = dict(self.state.get("traffic") or {})
-        traffic.update(self.var("__experiment_traffic", {}) or {})
+        given = self.var("__experiment_traffic", {}) or {}
+        traffic.update(given)
+        if "options" in given and self.state.get("traffic", {}).get("options"):
+            # both set options (T-Rex's rx_ports of a forwarding system, the latency experiment's stamps): all of them
+            traffic["options"] = dict(self.state["traffic"]["options"], **(given["options"] or {}))
         return traffic
 
     def host_var(self, host, name, default=None):
@@ -220,6 +378,10 @@ class Phases:
     def start(self):
         """Start the generator (the task is delegated to the generator host)."""
         gen, traffic, trial = self.var("__experiment_gen"), self.traffic(), self.trial
+        provider = self.provider()
+        if provider and hasattr(provider, "far_setup"):
+            # a forwarding system's far side: its counter where the frames come back, before the generator sends
+            provider.far_setup(self)
         started = self.module(
             "xdplab.testbed.traffic_generator",
             {
@@ -300,27 +462,41 @@ class Phases:
         else:
             self.state["cpu"] = self.module("xdplab.testbed.cpu_usage", args)
 
+    def far(self):
+        """Phase ``far`` (delegated to the generator host; trial.yml runs it when the measure set the state's
+        far.window): the far side's count over that window, while the DUT's counters run in the background."""
+        self.state["far"]["counted"] = self.provider().far_count(self)
+
     def window_end(self):
-        """Phase ``cpu``: for a kind with task files whose window the measure does not bracket, the window ends with
-        this reading, while the generator still sends (a provider's measure phase has read it already)."""
+        """Phase ``cpu``: a provider's measure that ran in the background (its jobs on this host) is collected now;
+        for a kind with task files whose window the measure does not bracket, the window ends with this reading,
+        while the generator still sends (a provider's measure phase has read it already)."""
+        provider = self.provider()
+        if provider and hasattr(provider, "collect") and self.state.get("far"):
+            self.state["measured"] = provider.collect(self)
+            self.state.pop("far", None)
         if self.trial["tasks"] and not self.trial["cpu_windowed"]:
             self.cpu()
 
     def stop(self):
-        """Stop the generator and read what it sent (delegated to the generator host); its run files go with it."""
-        self.state["generator"] = self.module(
-            "xdplab.testbed.traffic_generator",
-            {
-                "backend": self.var("__experiment_gen")["backend"],
-                "state": "stopped",
-                "run_dir": self.run_dir(),
-                "name": self.trial["id"],
-                # a system's traffic that ends by itself (the TCP system's iperf3 client)
-                "wait": self.traffic().get("wait", False),
-                "duration": self.trial["seconds"],
-                "remove": True,
-            },
-        )
+        """Stop the generator and read what it sent (delegated to the generator host); its run files go with it, and
+        a forwarding system's far side."""
+        try:
+            self.state["generator"] = self.module(
+                "xdplab.testbed.traffic_generator",
+                {
+                    "backend": self.var("__experiment_gen")["backend"],
+                    "state": "stopped",
+                    "run_dir": self.run_dir(),
+                    "name": self.trial["id"],
+                    # a system's traffic that ends by itself (the TCP system's iperf3 client)
+                    "wait": self.traffic().get("wait", False),
+                    "duration": self.trial["seconds"],
+                    "remove": True,
+                },
+            )
+        finally:
+            self._far_teardown()
 
     def record(self):
         """The CPU usage of a window the measure bracketed (now that the generator no longer competes for the
@@ -355,9 +531,7 @@ class Phases:
             args["tcp"] = dict(summary["tcp"], driver_rates=measured.get("rates") or {})
         if _bool(self.var("experiment_latency", False)):
             args["latency"] = (self.var("__experiment_latency", {}) or {}).get("latency")
-        recorded = self.in_process(
-            trial_record.TrialRecorder, trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF
-        )
+        recorded = self.in_process(trial_record.TrialRecorder, trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF)
         self.changed = self.changed or bool(recorded.get("changed"))
         record = recorded.get("record") or {}
         result = record.get("result") or {}
@@ -397,16 +571,32 @@ class Phases:
 
     def cleanup(self):
         """No generator left running (every exit path; delegated to the generator host): stops what still runs and
-        removes the run's files; not an error when nothing runs."""
-        self.module(
-            "xdplab.testbed.traffic_generator",
-            {
-                "backend": self.var("__experiment_gen")["backend"],
-                "state": "absent",
-                "run_dir": self.run_dir(),
-                "name": self.var("__experiment_planned")["trial_id"],
-            },
-        )
+        removes the run's files; not an error when nothing runs. Also the jobs on the generator host and a
+        forwarding system's far side."""
+        try:
+            self.end_jobs()
+            self.module(
+                "xdplab.testbed.traffic_generator",
+                {
+                    "backend": self.var("__experiment_gen")["backend"],
+                    "state": "absent",
+                    "run_dir": self.run_dir(),
+                    "name": self.var("__experiment_planned")["trial_id"],
+                },
+            )
+        finally:
+            self._far_teardown()
+
+    def _planned_provider(self):
+        """The provider of the planned trial's system (None: a kind with task files, or no such system): known also
+        when the trial failed before its values."""
+        system = self.var("__experiment_systems", {}).get(self.var("__experiment_planned")["point"]["system"])
+        return PROVIDERS.get((system or {}).get("impl")) if system else None
+
+    def _far_teardown(self):
+        provider = self._planned_provider()
+        if provider and hasattr(provider, "far_teardown"):
+            provider.far_teardown(self)
 
     def teardown(self):
         """The provider's teardown (every exit path; also after a setup that failed before the trial's values)."""
@@ -415,8 +605,11 @@ class Phases:
         system = systems.get(planned["point"]["system"])
         kind = (system or {}).get("impl")
         self.state["teardown_tasks"] = bool(system) and kind not in PROVIDERS
-        if system and kind in PROVIDERS:
-            PROVIDERS[kind].teardown(self)
+        try:
+            self.end_jobs()
+        finally:
+            if system and kind in PROVIDERS:
+                PROVIDERS[kind].teardown(self)
 
 
 class XdpProvider:
@@ -654,7 +847,13 @@ class TcpProvider:
 
 
 # the kinds whose setup, measure and teardown are Python (the others: tasks/systems/<kind>/)
-PROVIDERS = {"xdp": XdpProvider, "linux": LinuxProvider, "tcp": TcpProvider, "latency_floor": LatencyFloorProvider}
+PROVIDERS = {
+    "xdp": XdpProvider,
+    "linux": LinuxProvider,
+    "tcp": TcpProvider,
+    "latency_floor": LatencyFloorProvider,
+    "forward": ForwardProvider,
+}
 
 
 def _bool(value):

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
@@ -59,3 +60,75 @@ def test_a_failing_module_and_bad_arguments_come_back_as_failed_results(netns):
 def test_only_this_collections_modules_run_in_the_worker():
     assert _in_worker.runs_in_worker("xdplab.testbed.xdp_stats")
     assert not _in_worker.runs_in_worker("ansible.builtin.copy")
+
+
+# -- background jobs (start_module): started by one phase, read or ended by a later one (another process) -------------
+def _wait_for(predicate, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _in_netns(pid):
+    return os.readlink(f"/proc/{pid}/ns/net")
+
+
+def test_a_background_job_runs_in_the_namespace_and_leaves_its_result(netns, tmp_path):
+    path = str(tmp_path / "job.json")
+    # a window a second ahead: the job still runs when start_module returns
+    args = dict(ANSIBLE_ARGS, devices=["iwa"], start_at=time.time() + 1.0, warmup=0, interval=0.2, samples=2)
+    job = _in_worker.start_module("xdplab.testbed.rx_counters", args, path, netns=netns)
+    # detached: its own session and process group, not a child of this process, stdio on /dev/null
+    assert _in_worker.job_running(job)
+    assert os.getsid(job["pid"]) == job["pid"] and os.getpgid(job["pid"]) == job["pid"]
+    assert os.readlink(f"/proc/{job['pid']}/fd/1") == "/dev/null"
+    with pytest.raises(ChildProcessError):
+        os.waitpid(job["pid"], os.WNOHANG)
+    assert _in_worker.job_result(job, path) is None
+    _wait_for(lambda: _in_worker.job_result(job, path) is not None)
+    result = _in_worker.job_result(job, path)
+    assert not result.get("failed"), result
+    # counted in the namespace (iwa exists only there), over the scheduled window
+    assert "iwa" in result["deltas"] and result["measurement"]["window"]["seconds"] > 0, result
+    _wait_for(lambda: not _in_worker.job_running(job))
+    assert not os.path.exists(path + ".tmp")
+    assert _in_worker.kill_module(job, path) is False
+    assert not os.path.exists(path)
+
+
+def test_a_failing_background_module_leaves_a_failed_result(netns, tmp_path):
+    path = str(tmp_path / "job.json")
+    job = _in_worker.start_module("xdplab.testbed.rx_counters", dict(ANSIBLE_ARGS, devices=["nosuch0"]), path, netns=netns)
+    _wait_for(lambda: _in_worker.job_result(job, path) is not None)
+    result = _in_worker.job_result(job, path)
+    assert result["failed"] and "nosuch0" in result["msg"], result
+
+
+def test_a_background_job_is_killed_with_its_module_and_leaves_no_file(netns, tmp_path):
+    path = str(tmp_path / "job.json")
+    # a window a minute ahead: the module sleeps in the namespace until it is killed
+    args = dict(ANSIBLE_ARGS, devices=["iwa"], start_at=time.time() + 60, warmup=0, interval=1, samples=1)
+    job = _in_worker.start_module("xdplab.testbed.rx_counters", args, path, netns=netns)
+    # the module's process (the job's child, in its process group) has entered the namespace
+    members = []
+
+    def module_started():
+        members[:] = [int(p) for p in os.listdir("/proc") if p.isdigit() and p != str(job["pid"]) and _pgid(int(p)) == job["pid"]]
+        return bool(members) and _in_netns(members[0]) != _in_netns(os.getpid())
+
+    _wait_for(module_started)
+    assert _in_worker.kill_module(job, path) is True
+    assert not _in_worker.job_running(job)
+    _wait_for(lambda: all(_in_worker.process_starttime(p) is None or _pgid(p) != job["pid"] for p in members), 5)
+    assert not os.path.exists(path) and not os.path.exists(path + ".tmp")
+    # a second time, and for a pid that another process has now: nothing is signalled
+    assert _in_worker.kill_module(job, path) is False
+    assert _in_worker.kill_module({"pid": os.getpid(), "starttime": -1}, path) is False
+
+
+def _pgid(pid):
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None

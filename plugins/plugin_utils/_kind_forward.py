@@ -1,0 +1,298 @@
+# Copyright: xdplab.testbed developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Kind ``forward`` (issue 9, playbooks/paper_forward.yml) as a provider of the trial phases (plugin_utils/_trial.py):
+the DUT forwards and the frames come back to the generator, which counts them at its receive port. The system entry's
+``forward`` says how (module_utils/_systems.py FORWARD_MODES, filter forward_plan):
+
+    xdp_tx            bpf/xdp_bench xdp_bench_tx, touch swapmac, count driver: back out of the ingress port
+    xdp_redirect      bpf/xdp_forward xdp_fwd_redirect_map: swapmac, devmap tx_ports[0] = the egress port
+    xdp_redirect_cpu  bpf/xdp_redirect_cpu: the cpumap's kthread on another CPU forwards to the egress port
+    linux             the stack as a router: ip_forward, the destination's route via the generator's receive address
+                      and its static neighbour (the vlab's), the ingress port without the destination address
+
+The far side (bpf/xdp_bare_drop on the generator's port the frames come back to, counted by the driver: rx_counters;
+T-Rex counts its own RX, rx_ports) is the generator host's: set up in the phase ``start`` before the generator starts,
+counted in the phase ``far`` and taken down in ``stop`` and ``cleanup``, each run on the generator host. The measure
+counts both sides over one window: the phase ``measure`` starts the DUT's port counters in the background with a
+shared start on CLOCK_REALTIME (the window's lead ahead), ``far`` counts the far side in the foreground over the same
+schedule, and ``cpu`` collects the DUT's job and composes the measurement with its forwarding section (filter
+forwarding_section). (Bracketing the far side's count by two DUT reads instead put both tasks' start-up into the
+DUT's window, seconds in which the generator, sharing its CPU with Ansible, sent at another rate: the loss split then
+missed up to 11 % of what was offered.) The record's forwarding section travels in measurement.details.forwarding
+(trial_record lifts it to the record's forwarding).
+
+The forwarding entries of the kinds dpdk and af_xdp (a ``forward`` key) still use roles/experiment/tasks/systems/
+forward/ (vars.yml, far_setup.yml, measure.yml, process.yml).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.xdplab.testbed.plugins.filter.forwarding import forwarding_section
+from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
+
+# the background job of the DUT's port counters (Phases.start_job), collected in the phase cpu
+DUT_JOB = "forward_dut_counters"
+# how long the phase cpu waits for it after the far side's count has ended
+DUT_JOB_WAIT_S = 60
+
+
+def _failure(msg):
+    # PhaseFailure is _trial's; imported late (it imports this module)
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PhaseFailure
+
+    return PhaseFailure({"failed": True, "msg": msg})
+
+
+def _values(phases):
+    """The forwarding trial's ports and addresses, from the play's variables (every phase, also after a setup that
+    failed before the trial's values, and on the generator host)."""
+    planned = phases.var("__experiment_planned")
+    name = planned["point"]["system"]
+    fwd = dict({"return_port": "egress"}, **phases.var("__experiment_systems", {})[name], name=name)
+    gen = phases.var("__experiment_gen")
+    housekeeping = [int(c) for c in phases.var("xdplab_housekeeping_cpus", []) or []]
+    return {
+        "fwd": fwd,
+        "gen": gen,
+        "egress": phases.var("xdplab_dut_egress_interface", "") or "",
+        # where frames come back: the generator's own port (XDP_TX) or its receive port, the egress port's peer
+        "rx_port": gen["interface"]
+        if fwd["return_port"] == "ingress"
+        else phases.host_var(gen["host"], "xdplab_generator_rx_interface"),
+        "gen_rx_ip": phases.host_var(gen["host"], "xdplab_generator_rx_ip", "") or "",
+        "gen_rx_mac": phases.host_var(gen["host"], "xdplab_generator_rx_mac", "") or "",
+        "prefix": phases.var("xdplab_dut_prefix_length", phases.var("vlab_prefix_length", 30)),
+        # the CPU whose cpumap kthread forwards (xdp_redirect_cpu): not one of the DUT's receive CPUs (validate.yml)
+        "cpumap_cpu": phases.var("xdplab_dut_cpumap_cpu", (housekeeping + [""])[0]),
+    }
+
+
+def _router(fwd):
+    """Whether the system forwards by the stack (no XDP program): from its mode alone, so that the teardown can say it
+    for an entry whose plan would not be made."""
+    return bool(_systems.FORWARD_MODES.get(fwd.get("forward"), {}).get("router"))
+
+
+def _router_commands(phases, v, up):
+    """The router's shell commands (as tasks/systems/forward/vars.yml had them). Up: the destination (xdplab_dut_ip,
+    what the generator sends to) stops being local and is routed out of the egress port to the generator's receive
+    address (static neighbour); the generator's address stays reachable through the ingress port, so reverse-path
+    filtering passes. Down: the stack as found."""
+    dut_ip, dut_if, prefix = phases.var("xdplab_dut_ip"), phases.var("xdplab_dut_interface"), v["prefix"]
+    gen_ip = v["gen"]["ip"]
+    if up:
+        return (
+            f"sysctl -qw net.ipv4.ip_forward=1; ip addr del {dut_ip}/{prefix} dev {dut_if} 2>/dev/null || true; "
+            f"ip route replace {gen_ip}/32 dev {dut_if}; "
+            f"ip neigh replace {v['gen_rx_ip']} lladdr {v['gen_rx_mac']} dev {v['egress']} nud permanent; "
+            f"ip route replace {dut_ip}/32 via {v['gen_rx_ip']} dev {v['egress']}"
+        )
+    return (
+        f"sysctl -qw net.ipv4.ip_forward=0; ip route del {dut_ip}/32 2>/dev/null || true; "
+        f"ip route del {gen_ip}/32 dev {dut_if} 2>/dev/null || true; ip addr replace {dut_ip}/{prefix} dev {dut_if}"
+    )
+
+
+def _far_counter_attached(phases, v):
+    """Whether the far side has a counting drop program of its own: not with T-Rex (it counts its own RX), nor in the
+    latency experiment (its sink, tasks/latency/setup.yml, takes that place and drops and is counted alike)."""
+    return v["gen"]["backend"] != "trex" and not phases.flag("experiment_latency")
+
+
+def _xdp_of(plan):
+    """forward_plan's XDP program: {object, program, variables, map_entries}."""
+    return plan["xdp"]
+
+
+class ForwardProvider:
+    """Kind ``forward``: see the module's docstring."""
+
+    @staticmethod
+    def setup(phases):
+        trial = phases.trial
+        v = _values(phases)
+        fwd, egress, dut_if = v["fwd"], v["egress"], phases.var("xdplab_dut_interface")
+        # the forwarding input, before any change on the DUT
+        if fwd["return_port"] != "ingress" and (not egress or egress == dut_if):
+            raise _failure(
+                f"system {trial['name']} (forward {fwd.get('forward')}) sends out of a second port: "
+                f"xdplab_dut_egress_interface must name a port of {phases.task_vars['inventory_hostname']} other than its "
+                f"ingress port {dut_if} (got '{egress}'); set it in the inventory (host_vars)"
+            )
+        try:
+            plan = _systems.forward_plan(
+                fwd,
+                egress,
+                v["cpumap_cpu"],
+                phases.var("__experiment_touch_modes"),
+                phases.var("__experiment_count_modes"),
+            )
+        except _systems.SystemsError as exc:
+            raise _failure(str(exc)) from exc
+        ring_size = trial["point"].get("ring_size")
+        if ring_size is not None:
+            # the ring_size axis: RX/TX descriptors on the DUT's ports
+            for interface in [dut_if] + ([egress] if fwd["return_port"] == "egress" else []):
+                phases.module(
+                    "xdplab.testbed.nic_settings",
+                    {"interface": interface, "rings": {"rx": int(ring_size), "tx": int(ring_size)}, "unsupported": "fail"},
+                )
+        gen = v["gen"]
+        if gen["backend"] == "trex":
+            # T-Rex reports a port's counters only when it is one of backend_options.rx_ports: the port the frames come
+            # back on (the inventory names it by PCI address, a port of the options' ports, or by its number)
+            ports = (gen.get("options") or {}).get("ports") or []
+            port_of = dict(zip(ports, range(len(ports))))
+            rx_port = port_of[v["rx_port"]] if v["rx_port"] in port_of else int(v["rx_port"])
+            traffic = phases.state.setdefault("traffic", {})
+            traffic["options"] = dict(traffic.get("options") or gen.get("options") or {}, rx_ports=[rx_port])
+        if plan["router"]:
+            phases.shell(_router_commands(phases, v, up=True), "the stack as a router (ip_forward, a route via the "
+                         "generator's receive port, no local destination)")  # fmt: skip
+            return {"name": "ip_forward", "route": f"{phases.var('xdplab_dut_ip')}/32 via {v['gen_rx_ip']}"}
+        xdp = _xdp_of(plan)
+        attached = phases.module(
+            "xdplab.testbed.xdp_program",
+            {
+                "interface": dut_if,
+                "state": "present",
+                "object": f"{phases.var('xdplab_bpf_prefix')}/lib/bpf/{xdp['object']}.bpf.o",
+                "program": xdp["program"],
+                "mode": phases.var("xdplab_xdp_mode", "native"),
+                "variables": xdp["variables"],
+                "map_entries": xdp["map_entries"],
+            },
+        )
+        keys = list(phases.var("__experiment_xdp_program_keys", [])) + ["map_entries"]
+        return {k: val for k, val in attached.items() if k in keys}
+
+    @staticmethod
+    def far_setup(phases):
+        """Phase start, on the generator host, before the generator starts: the counting drop program on the port the
+        frames come back to."""
+        v = _values(phases)
+        if _far_counter_attached(phases, v):
+            phases.module(
+                "xdplab.testbed.xdp_program",
+                {
+                    "interface": v["rx_port"],
+                    "state": "present",
+                    "object": f"{phases.var('xdplab_bpf_prefix')}/lib/bpf/xdp_bare_drop.bpf.o",
+                    "program": "xdp_bare_drop",
+                    "mode": "native",
+                },
+            )
+
+    @staticmethod
+    def far_teardown(phases):
+        """Phases stop and cleanup, on the generator host: no far-side counter left (safe to run twice and after a
+        failed setup)."""
+        v = _values(phases)
+        if _far_counter_attached(phases, v):
+            phases.module("xdplab.testbed.xdp_program", {"interface": v["rx_port"], "state": "absent", "mode": "native"})
+
+    @staticmethod
+    def measure(phases):
+        """The window's start, shared by the far side and the DUT; the DUT's port counters over it in the background
+        (collected by ``collect``); the far side counts in the phase ``far``."""
+        trial = phases.trial
+        v = _values(phases)
+        lead = float(phases.var("experiment_window_lead"))
+        warmup, interval = float(phases.var("experiment_warmup")), float(phases.var("experiment_interval"))
+        samples = int(phases.var("experiment_samples"))
+        start_at = time.time() + lead
+        phases.start_job(
+            DUT_JOB,
+            "xdplab.testbed.rx_counters",
+            {
+                "devices": [phases.var("xdplab_dut_interface")],
+                "extra_devices": [v["egress"]] if v["egress"] else [],
+                "at": "dut",
+                "count": "if_rx_packets",
+                # the stack's own counters (nstat, softnet_stat of the DUT's CPUs): where a Linux router's packets went
+                "stack": _router(v["fwd"]),
+                "stack_cpus": trial["cpus"],
+                "start_at": start_at,
+                "warmup": phases.var("experiment_warmup"),
+                "interval": phases.var("experiment_interval"),
+                "samples": phases.var("experiment_samples"),
+                # CPU snapshots at the window's edges, for the CPU usage of the record phase
+                "cpu_window_cpus": trial["cpus"] if trial["forward_dut_cpu_window"] and trial["cpu_windowed"] else [],
+            },
+            limit_s=math.ceil(lead + warmup + interval * samples + 120),
+        )
+        phases.state["far"] = {"window": {"start_at": start_at}}
+        return {}
+
+    @staticmethod
+    def far_count(phases):
+        """Phase far, on the generator host: what comes back at its receive port over the window ``measure``
+        scheduled (T-Rex: its per-port RX counter between two of the runner's interval records, read from the runner's
+        output; the ports named as in the inventory)."""
+        v = _values(phases)
+        gen, rx_port = v["gen"], v["rx_port"]
+        trex = gen["backend"] == "trex"
+        return phases.module(
+            "xdplab.testbed.rx_counters",
+            {
+                "devices": [rx_port],
+                "extra_devices": [gen["interface"]] if gen["interface"] != rx_port else [],
+                "source": "trex" if trex else "driver_counters",
+                "trex_output": f"{phases.run_dir()}/{phases.trial['id']}.out" if trex else None,
+                "trex_ports": (gen.get("options") or {}).get("ports") or [] if trex else None,
+                "start_at": phases.state["far"]["window"]["start_at"],
+                "warmup": phases.var("experiment_warmup"),
+                "interval": phases.var("experiment_interval"),
+                "samples": phases.var("experiment_samples"),
+            },
+        )
+
+    @staticmethod
+    def collect(phases):
+        """Phase cpu, on the DUT: the DUT's count over the far side's window (its job has ended on every exit path),
+        and the measurement: the far side's, with the forwarding section in its details."""
+        from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PhaseFailure
+
+        far = (phases.state.get("far") or {}).pop("counted", None)
+        try:
+            dut = phases.collect_job(DUT_JOB, DUT_JOB_WAIT_S)
+        except PhaseFailure as exc:
+            msg = exc.result.get("msg", "no message")
+            raise _failure(
+                f"the DUT's port counters (rx_counters on {phases.task_vars['inventory_hostname']}, in the background) "
+                f"failed: {msg}"
+            ) from exc
+        if not isinstance(far, dict):
+            raise _failure("the far side's count (the phase far, on the generator host) is not in the trial's state: "
+                           "trial.yml runs it after the measure when the state has far.window")  # fmt: skip
+        if not isinstance(dut.get("measurement"), dict):
+            raise _failure(f"the DUT's port counters (rx_counters on {phases.task_vars['inventory_hostname']}, in the "
+                           "background) returned no measurement")  # fmt: skip
+        v = _values(phases)
+        try:
+            section = forwarding_section(
+                far, dut, phases.var("xdplab_dut_interface"), v["gen"]["interface"], v["fwd"]["return_port"]
+            )
+        except AnsibleFilterError as exc:
+            raise _failure(str(exc)) from exc
+        measurement = dict(far["measurement"])
+        measurement["details"] = dict(measurement["details"], forwarding=section)
+        # the DUT's CPU snapshots at its window's edges
+        return {"cpu_window": dut.get("cpu_window"), "measurement": measurement}
+
+    @staticmethod
+    def teardown(phases):
+        """Safe to run twice and after a failed setup: the program off the DUT port, the router undone."""
+        v = _values(phases)
+        phases.module(
+            "xdplab.testbed.xdp_program",
+            {"interface": phases.var("xdplab_dut_interface"), "state": "absent", "mode": phases.var("xdplab_xdp_mode", "native")},
+        )
+        if _router(v["fwd"]):
+            phases.shell(_router_commands(phases, v, up=False), "the stack back as found (no ip_forward, no route, the "
+                         "ingress address back)")  # fmt: skip
