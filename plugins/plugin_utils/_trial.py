@@ -4,7 +4,7 @@
 """The trial runner's phases, in Python (issue 26 item 3): what roles/experiment/tasks/trial.yml calls, one phase per
 task, through the action plugin xdplab.testbed.trial.
 
-trial.yml keeps the order (set up, start the generator, measure, stop, record, tear down) and nothing else; each
+trial.yml keeps the order (set up, start the generator, measure, stop and record, tear down) and nothing else; each
 phase here reads the trial's one state object (the previous phase's result, registered as ``__experiment_state``),
 runs its modules on the task's host (the DUT, or the generator host where the task is delegated there) and returns
 the object with its own part added:
@@ -163,7 +163,7 @@ class Phases:
         """A measuring module's sampling options (doc fragment xdplab.testbed.sampling): the experiment's warm-up,
         interval and samples; ``from_start``: the warm-up counts from the generator's start (the module's own start-up
         is part of it); ``cpu_window``: CPU snapshots at the window's edges when the trial's window is the measure's
-        own, for the CPU usage of the record phase."""
+        own, for the CPU usage that the measure phase works out."""
         out = {
             "warmup": self.var("experiment_warmup"),
             "interval": self.var("experiment_interval"),
@@ -265,8 +265,7 @@ class Phases:
         provider = self.provider()
         if provider:
             self.state["measured"] = provider.measure(self)
-            if not trial["cpu_windowed"]:
-                self.cpu()
+            self.cpu()
 
     def cpu(self):
         """The DUT's CPU usage over the measurement window (contract 3): between the measure's own snapshots
@@ -301,13 +300,16 @@ class Phases:
             self.state["cpu"] = self.module("xdplab.testbed.cpu_usage", args)
 
     def window_end(self):
-        """Phase ``cpu``: for a kind with task files whose window the measure does not bracket, the window ends with
-        this reading, while the generator still sends (a provider's measure phase has read it already)."""
-        if self.trial["tasks"] and not self.trial["cpu_windowed"]:
+        """Phase ``cpu``: for a kind with task files, the CPU usage over its window: a window that the measure does
+        not bracket ends with this reading, while the generator still sends (a provider's measure phase has read it
+        already)."""
+        if self.trial["tasks"]:
             self.cpu()
 
     def stop(self):
-        """Stop the generator and read what it sent (delegated to the generator host); its run files go with it."""
+        """Stop the generator and read what it sent (delegated to the generator host); its run files go with it. Then
+        the trial's record, written by this action on the controller (``record``), unless the trial still reads
+        something after the generator's stop (the latency experiment's sink: its own ``record`` phase)."""
         self.state["generator"] = self.module(
             "xdplab.testbed.traffic_generator",
             {
@@ -321,13 +323,13 @@ class Phases:
                 "remove": True,
             },
         )
+        if not _bool(self.var("experiment_latency", False)):
+            self.record()
 
     def record(self):
-        """The CPU usage of a window the measure bracketed (now that the generator no longer competes for the
-        housekeeping CPU), then the trial's JSON line, written here on the controller."""
+        """The trial's JSON line, written here on the controller (the worker of the phase ``stop``, or of its own
+        phase after the latency experiment's sink was read)."""
         trial, measured = self.trial, self.measured()
-        if trial["cpu_windowed"]:
-            self.cpu()
         summary = self.state["generator"].get("summary") or {}
         gen_provenance = dict(
             self.var("__experiment_gen_provenance", {}),
