@@ -35,8 +35,9 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.xdplab.testbed.plugins.filter import lab_math
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_usage as cpu_usage
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
-from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage, trial_record
+from ansible_collections.xdplab.testbed.plugins.module_utils import _trial_record as trial_record
 from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ModuleFailure, on_this_machine, run_worker
 
