@@ -56,9 +56,13 @@ BIN = os.path.dirname(sys.executable)
 CONTROLLER_ONLY = {"set_fact", "debug", "include_tasks", "import_tasks", "include_role", "meta", "assert", "fail",
                    "include_vars", "set_stats", "add_host", "group_by"}  # fmt: skip
 RESULT_EVENTS = ("ok", "failed", "skipped", "unreachable")
-# a trial: round.yml's include of trial.yml, then the tasks of these files (paths as short_path gives them)
-ROUND_FILE = "roles/experiment/tasks/round.yml"
-TRIAL_FILES = tuple("roles/experiment/tasks/" + f for f in ("trial.yml", "cpu.yml", "systems/", "latency/"))
+# a trial: the tasks of these files (paths as short_path gives them), from trial.yml's first task, which every trial
+# runs (trials.yml includes trial.yml once per round with one loop task: no task start of its own per trial)
+TRIAL_FILE = "roles/experiment/tasks/trial.yml"
+TRIAL_FIRST_TASK = "Whether this trial runs"
+# timelines kept before round.yml was folded into trials.yml: a trial begins at round.yml's include of trial.yml
+OLD_ROUND_FILE = "roles/experiment/tasks/round.yml"
+TRIAL_FILES = tuple("roles/experiment/tasks/" + f for f in ("trial.yml", "round.yml", "cpu.yml", "systems/", "latency/"))
 RUN_EXTRA_VARS = ['{"paper_drop_systems": ["xdp", "linux_raw"], "paper_drop_cores": [1]}',
                   "paper_drop_repetitions=3", "experiment_samples=5", "experiment_fresh=true"]  # fmt: skip
 
@@ -154,9 +158,13 @@ def load_timeline(path):
 
 
 def trial_spans(events):
-    """[(start index, end index)] of each trial in events: a trial begins at round.yml's include of trial.yml and ends
-    where the next one begins, the last one at the next task of trials.yml (or the run's end)."""
-    starts = [i for i, e in enumerate(events) if e["event"] == "task_start" and e["path"].startswith(ROUND_FILE)]
+    """[(start index, end index)] of each trial in events: a trial begins at trial.yml's first task (in a timeline
+    kept before stop 33: at round.yml's include of trial.yml) and ends where the next one begins, the last one at the
+    next task outside the trial's files (or the run's end)."""
+    starts = [i for i, e in enumerate(events) if e["event"] == "task_start" and e["path"].startswith(OLD_ROUND_FILE)]
+    if not starts:
+        starts = [i for i, e in enumerate(events) if e["event"] == "task_start" and e["path"].startswith(TRIAL_FILE)
+                  and TRIAL_FIRST_TASK in e.get("name", "")]  # fmt: skip
     spans = []
     for k, s in enumerate(starts):
         if k + 1 < len(starts):

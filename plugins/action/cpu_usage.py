@@ -10,7 +10,7 @@ trial (~0.3 s here, docs/BENCHMARKS.md "Ansible cost per trial"). Every other ca
 
 from __future__ import annotations
 
-from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_usage as cpu_usage
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ControllerModuleAction, on_this_machine
 
 

@@ -6,7 +6,7 @@ worker process (no module process: ~0.5 s less per trial); elsewhere, the module
 
 from __future__ import annotations
 
-from ansible_collections.xdplab.testbed.plugins.modules import trial_record
+from ansible_collections.xdplab.testbed.plugins.module_utils import _trial_record as trial_record
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ControllerModuleAction
 
 

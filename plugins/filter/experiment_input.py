@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """experiment_input_errors: every error of an experiment's input, before anything changes (roles/experiment/tasks/
 validate.yml). The checks are plugins/module_utils/_experiment_input.py ``input_errors``: every experiment's, the
-forwarding experiment's (``forward``) and the latency experiment's (the option experiment_latency)."""
+forwarding experiment's (``forwarding``) and the latency experiment's (the option experiment_latency)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils import _experiment_
 
 
 def experiment_input_errors(options, matrix, dut, generator, impls, backends=None, touch_modes=(), tcp_programs=(),
-                            afxdp_binds=(), generators=(), vlab=(), online_cpus=None, forward=None, hostvars=None,
+                            afxdp_binds=(), generators=(), vlab=(), online_cpus=None, forwarding=None, hostvars=None,
                             hosts=(), duts=()):  # fmt: skip
     """``options | experiment_input_errors(matrix, dut, generator, impls, ...)``: one message per wrong value.
 
@@ -34,7 +34,7 @@ def experiment_input_errors(options, matrix, dut, generator, impls, backends=Non
         return _experiment_input.input_errors(
             options, matrix, dut, generator, list(impls or ()), backends=list(backends), touch_modes=list(touch_modes),
             tcp_programs=list(tcp_programs), afxdp_binds=list(afxdp_binds), generators=list(generators or ()),
-            vlab=list(vlab or ()), online_cpus=online_cpus, others=others, duts=list(duts or ()), forward=forward,
+            vlab=list(vlab or ()), online_cpus=online_cpus, others=others, duts=list(duts or ()), forward=forwarding,
         )  # fmt: skip
     except _experiment_input.InputCheckError as exc:
         raise AnsibleFilterError("experiment_input_errors: %s" % exc) from None

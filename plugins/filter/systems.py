@@ -2,12 +2,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The registry of system kinds as filters (plugins/module_utils/_systems.py holds the rules).
+"""The registry of system kinds as filters (plugins/module_utils/_systems.py holds the rules; the matrix of systems,
+``system_matrix``, is with the experiment's plan in filter/experiment.py).
 
 - ``planned | trial_values(systems, settings)``: the one trial object the trial's tasks read;
 - ``measured | measured_provenance(trial)``: what the measure task said about the program that ran;
 - ``experiment_systems | with_custom_systems(xdplab_custom_systems, prefix)``: the systems with the inventory's own;
-- ``names | system_matrix(axes, systems, dut_cpus, main_lcore)``: a matrix running each kind on its own axes;
 - ``matrix_systems | systems_need(systems, check)``: whether a preflight check applies;
 - ``none | system_kinds``: the kinds (task directories) the trial runner has;
 - ``system | kind_of``: the registry's entry for a system's kind;
@@ -49,10 +49,6 @@ def custom_programs(custom):
     return _systems.custom_programs(custom)
 
 
-def system_matrix(names, axes, systems, dut_cpus=(), dpdk_main_lcore=0):
-    return _systems.system_matrix(names, axes, systems, dut_cpus, dpdk_main_lcore)
-
-
 def systems_need(matrix_systems, systems, check):
     return _systems.needs(matrix_systems, systems, check)
 
@@ -79,7 +75,6 @@ class FilterModule:
                 trial_values,
                 measured_provenance,
                 with_custom_systems,
-                system_matrix,
                 systems_need,
                 system_kinds,
                 kind_of,

@@ -4,7 +4,7 @@
 """The trial runner's phases, in Python (issue 26 item 3): what roles/experiment/tasks/trial.yml calls, one phase per
 task, through the action plugin xdplab.testbed.trial.
 
-trial.yml keeps the order (set up, start the generator, measure, stop, record, tear down) and nothing else; each
+trial.yml keeps the order (set up, start the generator, measure, stop and record, tear down) and nothing else; each
 phase here reads the trial's one state object (the previous phase's result, registered as ``__experiment_state``),
 runs its modules on the task's host (the DUT, or the generator host where the task is delegated there) and returns
 the object with its own part added:
@@ -47,8 +47,9 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.xdplab.testbed.plugins.filter import lab_math
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_usage as cpu_usage
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
-from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage, trial_record
+from ansible_collections.xdplab.testbed.plugins.module_utils import _trial_record as trial_record
 from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_forward import ForwardProvider
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ModuleFailure, on_this_machine, run_worker
@@ -321,7 +322,7 @@ class Phases:
         """A measuring module's sampling options (doc fragment xdplab.testbed.sampling): the experiment's warm-up,
         interval and samples; ``from_start``: the warm-up counts from the generator's start (the module's own start-up
         is part of it); ``cpu_window``: CPU snapshots at the window's edges when the trial's window is the measure's
-        own, for the CPU usage of the record phase."""
+        own, for the CPU usage that the measure phase works out."""
         out = {
             "warmup": self.var("experiment_warmup"),
             "interval": self.var("experiment_interval"),
@@ -427,7 +428,9 @@ class Phases:
         provider = self.provider()
         if provider:
             self.state["measured"] = provider.measure(self)
-            if not trial["cpu_windowed"]:
+            # a measure that counts on in the background (the forwarding kind's, with the far side's phase far) has
+            # its result and CPU usage in the phase cpu, once collected
+            if not self.state.get("far"):
                 self.cpu()
 
     def cpu(self):
@@ -468,19 +471,23 @@ class Phases:
         self.state["far"]["counted"] = self.provider().far_count(self)
 
     def window_end(self):
-        """Phase ``cpu``: a provider's measure that ran in the background (its jobs on this host) is collected now;
-        for a kind with task files whose window the measure does not bracket, the window ends with this reading,
-        while the generator still sends (a provider's measure phase has read it already)."""
+        """Phase ``cpu``: a provider's measure that ran in the background (its jobs on this host; the forwarding kind's
+        DUT counters) is collected now, and its CPU usage worked out; for a kind with task files, the CPU usage over
+        its window: a window that the measure does not bracket ends with this reading, while the generator still
+        sends (a provider's measure phase has read it already)."""
         provider = self.provider()
         if provider and hasattr(provider, "collect") and self.state.get("far"):
             self.state["measured"] = provider.collect(self)
             self.state.pop("far", None)
-        if self.trial["tasks"] and not self.trial["cpu_windowed"]:
+            self.cpu()
+        if self.trial["tasks"]:
             self.cpu()
 
     def stop(self):
         """Stop the generator and read what it sent (delegated to the generator host); its run files go with it, and
-        a forwarding system's far side."""
+        a forwarding system's far side. Then the trial's record, written by this action on the controller
+        (``record``), unless the trial still reads something after the generator's stop (the latency experiment's
+        sink: its own ``record`` phase)."""
         try:
             self.state["generator"] = self.module(
                 "xdplab.testbed.traffic_generator",
@@ -497,13 +504,13 @@ class Phases:
             )
         finally:
             self._far_teardown()
+        if not _bool(self.var("experiment_latency", False)):
+            self.record()
 
     def record(self):
-        """The CPU usage of a window the measure bracketed (now that the generator no longer competes for the
-        housekeeping CPU), then the trial's JSON line, written here on the controller."""
+        """The trial's JSON line, written here on the controller (the worker of the phase ``stop``, or of its own
+        phase after the latency experiment's sink was read)."""
         trial, measured = self.trial, self.measured()
-        if trial["cpu_windowed"]:
-            self.cpu()
         summary = self.state["generator"].get("summary") or {}
         gen_provenance = dict(
             self.var("__experiment_gen_provenance", {}),

@@ -6,7 +6,7 @@ import os
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.xdplab.testbed.plugins.module_utils import _cpus
+from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_usage, _cpus
 from ansible_collections.xdplab.testbed.plugins.module_utils import _cpustat as cpustat
 from ansible_collections.xdplab.testbed.plugins.modules import cpu_usage
 
@@ -88,7 +88,7 @@ def test_cpu_list_syntax():
     assert _cpus.parse_cpu_list("") == []
     with pytest.raises(_cpus.CpuListError):
         _cpus.parse_cpu_list("a-b")
-    assert cpu_usage.online_cpus is _cpus.online_cpus and not hasattr(cpustat, "parse_cpu_list")
+    assert _cpu_usage.online_cpus is _cpus.online_cpus and not hasattr(cpustat, "parse_cpu_list")
 
 
 def test_snapshot_round_trip_through_json():

@@ -394,13 +394,13 @@ MLX5 = [{"name": "veth-dut0", "driver": "mlx5_core"}]
 def forward_errors(tmp, systems=("xdp_tx", "xdp_redirect"), ring_sizes=(), queues=(), dut=None, gen=None, **kw):
     forward = {"systems": list(systems), "ring_sizes": list(ring_sizes), "queues": list(queues), "vlab_queues": 1}
     return errors({"experiment_systems": FORWARD_SYSTEMS}, {"system": ["xdp_tx"], "cores": [1], "packet_len": [64]},
-                  dut=_dut(**(dut or {})), gen=_gen(**(gen or {})), tmp=tmp, forward=forward, **kw)  # fmt: skip
+                  dut=_dut(**(dut or {})), gen=_gen(**(gen or {})), tmp=tmp, forwarding=forward, **kw)  # fmt: skip
 
 
 def test_the_forwarding_experiments_own_input_is_right(tmp_path):
     assert forward_errors(tmp_path, systems=list(FORWARD_SYSTEMS), dut={"xdplab_dut_cpumap_cpu": 0}) == []
     # another experiment (forward none) reads none of it
-    assert errors(dut=_dut(xdplab_dut_egress_interface=""), tmp=tmp_path, forward=None) == []
+    assert errors(dut=_dut(xdplab_dut_egress_interface=""), tmp=tmp_path, forwarding=None) == []
 
 
 def test_a_second_port_where_a_system_sends_out_of_one(tmp_path):

@@ -1,9 +1,12 @@
-"""Several DUTs from one controller (plugins/filter/schedule.py): the rounds of trials and the generator ports."""
+"""Several DUTs from one controller (plugins/filter/experiment.py): the rounds of trials and the generator ports."""
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.xdplab.testbed.plugins.filter.experiment import experiment_trials
-from ansible_collections.xdplab.testbed.plugins.filter.schedule import experiment_schedule, generator_port_conflicts
+from ansible_collections.xdplab.testbed.plugins.filter.experiment import (
+    experiment_schedule,
+    experiment_trials,
+    generator_port_conflicts,
+)
 
 MATRIX = {"system": ["xdp"], "action": ["drop"], "touch": ["no_touch", "read"], "packet_len": [64], "cores": [1]}
 

@@ -63,7 +63,7 @@ def test_no_system_name_in_the_trial_runners_task_files():
     """Issue 26: the variation is in the registry; the task files keep the order (set up, measure, tear down)."""
     names = set(_builtin()) | set(_systems.KINDS)
     task_dir = os.path.join(ROOT, "roles", "experiment", "tasks")
-    for top in ("trial.yml", "preflight.yml", "trials.yml", "round.yml"):
+    for top in ("trial.yml", "preflight.yml", "trials.yml"):
         with open(os.path.join(task_dir, top)) as fh:
             text = fh.read()
         for name in names:
