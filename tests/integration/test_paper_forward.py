@@ -11,11 +11,13 @@ and tuning are what the other lab tests installed (skipped here unless missing);
 vlab's fixed xdplab-tg / xdplab-dut: run under the lab lock. Root.
 """
 
+import json
 import os
 import subprocess
 
 import pytest
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = {
     "paper_forward_systems": ["xdp_tx", "xdp_redirect", "linux_forward", "dpdk_mac", "af_xdp_l2fwd"],
     "paper_forward_repetitions": 1,
@@ -101,3 +103,34 @@ def test_paper_forward_every_system_counted_where_frames_return(lab_playbook):
     # every exit path: no testpmd left, no XDP program on the DUT's ports or the generator's, no namespace
     assert not [n for n in os.listdir("/run/netns") if n.startswith("xdplab-")] if os.path.isdir("/run/netns") else True
     assert subprocess.run(["pgrep", "-x", "dpdk-testpmd"], capture_output=True, check=False).returncode == 1
+
+
+@pytest.mark.root
+def test_a_far_side_that_fails_leaves_no_background_job(skip_tags, tmp_path):
+    """The forward kind's exit path (plugins/plugin_utils/_kind_forward.py): the DUT's counters run in the background
+    (a job of the trial phases: a detached grandchild of Ansible's worker) while the far side counts in the phase far on
+    the generator host. A window's lead too short for the far side's task to start in (0.05 s) makes that phase fail
+    while the DUT's job still counts: the trial is recorded failed at that task, and the teardown kills the job and
+    removes its result file (the async directory has none of this trial's); no process of the run is left."""
+    extra = dict(TINY, paper_forward_systems=["xdp_redirect"], experiment_warmup=0, experiment_window_lead=0.05)
+    playbook = os.path.join(ROOT, "playbooks", "paper_forward.yml")
+    res = subprocess.run(
+        [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", os.path.join(ROOT, "inventories", "vlab"), playbook,
+         "-e", json.dumps(extra), "-e", f"experiment_results_dir={tmp_path}",
+         "--skip-tags", skip_tags(("bin/xdplab-trafficgen", "lib/bpf/xdp_forward.bpf.o"))],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    out = res.stdout + res.stderr
+    # the experiment's last play fails naming the failed trial
+    assert res.returncode != 0, out[-3000:]
+    with open(os.path.join(tmp_path, "paper_forward", "dut", "trials.jsonl")) as f:
+        (record,) = [json.loads(line) for line in f if line.strip()]
+    assert record["status"] == "failed", record
+    assert record["failure"]["task"] == "Count what comes back at the generator's receive port", record["failure"]
+    assert "give a start_at further ahead" in record["failure"]["error"], record["failure"]
+    # the DUT's job was started (the far phase's failed result carries it in the trial's state) and is gone
+    assert "forward_dut_counters" in out and "how: worker" in out, out[-3000:]
+    jobs = os.path.expanduser("~/.ansible_async")
+    assert not [n for n in (os.listdir(jobs) if os.path.isdir(jobs) else []) if record["trial_id"] in n]
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert not [line for line in ps.splitlines() if playbook in line], ps
