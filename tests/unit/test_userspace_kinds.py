@@ -153,9 +153,9 @@ def test_dpdk_bind_check_and_what_is_bound():
     )
     result = {"address": "0000:00:04.0", "driver": "vfio-pci", "previous": "vfio-pci", "noiommu": True,
               "iommu_group": "0", "seconds": 0.2, "record": {"driver": "virtio-pci", "interfaces": ["ens4"]}}  # fmt: skip
-    assert _kind_dpdk.bound_device(result) == {"pci": "0000:00:04.0", "driver": "vfio-pci", "previous": "virtio-pci",
-                                              "interfaces": ["ens4"], "noiommu": True, "iommu_group": "0",
-                                              "seconds": 0.2}  # fmt: skip
+    bound = {"pci": "0000:00:04.0", "driver": "vfio-pci", "previous": "virtio-pci", "interfaces": ["ens4"],
+             "noiommu": True, "iommu_group": "0", "seconds": 0.2}  # fmt: skip
+    assert _kind_dpdk.bound_device(result) == bound
     # no record: the driver it had before
     assert _kind_dpdk.bound_device(dict(result, record=None))["previous"] == "vfio-pci"
     assert _kind_dpdk.bound_device(dict(result, record=None))["interfaces"] == []
@@ -282,8 +282,8 @@ def test_afxdp_bench_args_txpush_sends_to_the_generator():
                                      settings)  # fmt: skip
     assert rxdrop["queues"] == [0, 1] and rxdrop["cpus"] == [1, 2] and rxdrop["samples"] == 5
     assert [k for k in ("dst_mac", "src_ip", "dst_ip", "packet_len") if rxdrop[k] is not None] == []
-    txpush = _kind_af_xdp.bench_args(_trial("af_xdp", packet_len=128), {"mode": "txpush", "xdp_mode": "skb",
-                                                                       "copy_mode": "copy"}, settings)  # fmt: skip
+    run = {"mode": "txpush", "xdp_mode": "skb", "copy_mode": "copy"}
+    txpush = _kind_af_xdp.bench_args(_trial("af_xdp", packet_len=128), run, settings)
     assert (txpush["dst_mac"], txpush["src_ip"], txpush["dst_ip"], txpush["packet_len"]) == ("m", "d", "g", 128)
 
 
