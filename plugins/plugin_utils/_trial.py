@@ -20,8 +20,9 @@ the object with its own part added:
     line        the trial's one-line result, once recorded
 
 A kind of system whose setup, measure and teardown are Python is a *provider* here (PROVIDERS; the ``xdp`` kind
-first). The other kinds still have task files (tasks/systems/<kind>/), which trial.yml includes after the phase of
-the same name: the trial's state says which (``trial.tasks``), and what those files register
+first; dpdk and af_xdp in _kind_dpdk.py and _kind_af_xdp.py, for the entries their ``handles`` takes). The other kinds
+(and the entries a provider does not handle) still have task files (tasks/systems/<kind>/), which trial.yml includes
+after the phase of the same name: the trial's state says which (``trial.tasks``), and what those files register
 (``__experiment_measured``, ``__experiment_program``, ``__experiment_traffic``) is read from the task's variables.
 """
 
