@@ -20,8 +20,9 @@ the object with its own part added:
     line        the trial's one-line result, once recorded
 
 A kind of system whose setup, measure and teardown are Python is a *provider* here (PROVIDERS; the ``xdp`` kind
-first). The other kinds still have task files (tasks/systems/<kind>/), which trial.yml includes after the phase of
-the same name: the trial's state says which (``trial.tasks``), and what those files register
+first; dpdk and af_xdp in _kind_dpdk.py and _kind_af_xdp.py, for the entries their ``handles`` takes). The other kinds
+(and the entries a provider does not handle) still have task files (tasks/systems/<kind>/), which trial.yml includes
+after the phase of the same name: the trial's state says which (``trial.tasks``), and what those files register
 (``__experiment_measured``, ``__experiment_program``, ``__experiment_traffic``) is read from the task's variables.
 """
 
@@ -38,7 +39,7 @@ from ansible_collections.xdplab.testbed.plugins.filter import lab_math
 from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_usage as cpu_usage
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trial_record as trial_record
-from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
+from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker, _kind_af_xdp, _kind_dpdk
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ModuleFailure, on_this_machine, run_worker
 
 # the keys of the state object a phase passes on (the rest of a registered result is Ansible's)
@@ -129,7 +130,7 @@ class Phases:
         return self.state["trial"]
 
     def provider(self):
-        return PROVIDERS.get(self.trial["kind"])
+        return provider_of(self.trial["system"])
 
     def measured(self):
         """The measure's result: the provider's, or what a kind's task files registered."""
@@ -212,7 +213,7 @@ class Phases:
             trial = _systems.trial_values(planned, self.var("__experiment_systems", {}), settings)
         except _systems.SystemsError as exc:
             raise PhaseFailure({"failed": True, "msg": str(exc)}) from exc
-        trial["tasks"] = trial["kind"] not in PROVIDERS
+        trial["tasks"] = provider_of(trial["system"]) is None
         self.state = {"trial": trial, "program": {}}
         provider = self.provider()
         if provider:
@@ -416,10 +417,10 @@ class Phases:
         planned = self.var("__experiment_planned")
         systems = self.var("__experiment_systems", {})
         system = systems.get(planned["point"]["system"])
-        kind = (system or {}).get("impl")
-        self.state["teardown_tasks"] = bool(system) and kind not in PROVIDERS
-        if system and kind in PROVIDERS:
-            PROVIDERS[kind].teardown(self)
+        provider = provider_of(system)
+        self.state["teardown_tasks"] = bool(system) and provider is None
+        if system and provider:
+            provider.teardown(self)
 
 
 class XdpProvider:
@@ -658,6 +659,17 @@ class TcpProvider:
 
 # the kinds whose setup, measure and teardown are Python (the others: tasks/systems/<kind>/)
 PROVIDERS = {"xdp": XdpProvider, "linux": LinuxProvider, "tcp": TcpProvider, "latency_floor": LatencyFloorProvider}
+# the userspace kinds' drop entries (their forwarding entries: tasks/systems/<kind>/, the providers' `handles`)
+PROVIDERS.update(dpdk=_kind_dpdk.DpdkProvider, af_xdp=_kind_af_xdp.AfXdpProvider)
+
+
+def provider_of(system):
+    """The provider of a system entry's kind, or None where its kind's task files run it: a kind without a provider,
+    or an entry its provider does not handle (an optional ``handles(system) -> bool``: dpdk's and af_xdp's
+    forwarding entries)."""
+    provider = PROVIDERS.get((system or {}).get("impl"))
+    handles = getattr(provider, "handles", None)
+    return None if provider is None or (handles and not handles(system)) else provider
 
 
 def _bool(value):
