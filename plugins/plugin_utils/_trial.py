@@ -28,8 +28,9 @@ A phase delegated to the generator host while the DUT's state goes on (``far``) 
 next phase takes it for the state when it is that window's (SIDE_RESULTS).
 
 A kind of system whose setup, measure and teardown are Python is a *provider* here (PROVIDERS; the ``xdp`` kind
-first). The other kinds still have task files (tasks/systems/<kind>/), which trial.yml includes after the phase of
-the same name: the trial's state says which (``trial.tasks``), and what those files register
+first; dpdk and af_xdp in _kind_dpdk.py and _kind_af_xdp.py, for the entries their ``handles`` takes). The other kinds
+(and the entries a provider does not handle) still have task files (tasks/systems/<kind>/), which trial.yml includes
+after the phase of the same name: the trial's state says which (``trial.tasks``), and what those files register
 (``__experiment_measured``, ``__experiment_program``, ``__experiment_traffic``) is read from the task's variables.
 """
 
@@ -50,7 +51,7 @@ from ansible_collections.xdplab.testbed.plugins.filter import lab_math
 from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_usage as cpu_usage
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trial_record as trial_record
-from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
+from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker, _kind_af_xdp, _kind_dpdk
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_forward import ForwardProvider
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ModuleFailure, on_this_machine, run_worker
 
@@ -283,7 +284,7 @@ class Phases:
         return self.state["trial"]
 
     def provider(self):
-        return PROVIDERS.get(self.trial["kind"])
+        return provider_of(self.trial["system"])
 
     def measured(self):
         """The measure's result: the provider's, or what a kind's task files registered."""
@@ -370,7 +371,7 @@ class Phases:
             trial = _systems.trial_values(planned, self.var("__experiment_systems", {}), settings)
         except _systems.SystemsError as exc:
             raise PhaseFailure({"failed": True, "msg": str(exc)}) from exc
-        trial["tasks"] = trial["kind"] not in PROVIDERS
+        trial["tasks"] = provider_of(trial["system"]) is None
         self.state = {"trial": trial, "program": {}}
         provider = self.provider()
         if provider:
@@ -597,8 +598,7 @@ class Phases:
     def _planned_provider(self):
         """The provider of the planned trial's system (None: a kind with task files, or no such system): known also
         when the trial failed before its values."""
-        system = self.var("__experiment_systems", {}).get(self.var("__experiment_planned")["point"]["system"])
-        return PROVIDERS.get((system or {}).get("impl")) if system else None
+        return provider_of(self.var("__experiment_systems", {}).get(self.var("__experiment_planned")["point"]["system"]))
 
     def _far_teardown(self):
         provider = self._planned_provider()
@@ -610,13 +610,13 @@ class Phases:
         planned = self.var("__experiment_planned")
         systems = self.var("__experiment_systems", {})
         system = systems.get(planned["point"]["system"])
-        kind = (system or {}).get("impl")
-        self.state["teardown_tasks"] = bool(system) and kind not in PROVIDERS
+        provider = provider_of(system)
+        self.state["teardown_tasks"] = bool(system) and provider is None
         try:
             self.end_jobs()
         finally:
-            if system and kind in PROVIDERS:
-                PROVIDERS[kind].teardown(self)
+            if system and provider:
+                provider.teardown(self)
 
 
 class XdpProvider:
@@ -861,6 +861,17 @@ PROVIDERS = {
     "latency_floor": LatencyFloorProvider,
     "forward": ForwardProvider,
 }
+# the userspace kinds' drop entries (their forwarding entries: tasks/systems/<kind>/, the providers' `handles`)
+PROVIDERS.update(dpdk=_kind_dpdk.DpdkProvider, af_xdp=_kind_af_xdp.AfXdpProvider)
+
+
+def provider_of(system):
+    """The provider of a system entry's kind, or None where its kind's task files run it: a kind without a provider,
+    or an entry its provider does not handle (an optional ``handles(system) -> bool``: dpdk's and af_xdp's
+    forwarding entries)."""
+    provider = PROVIDERS.get((system or {}).get("impl"))
+    handles = getattr(provider, "handles", None)
+    return None if provider is None or (handles and not handles(system)) else provider
 
 
 def _bool(value):

@@ -178,27 +178,32 @@ def test_every_system_has_an_implementation_with_setup_measure_teardown():
 
     for impl in impls:
         if impl in PROVIDERS:
-            # a kind set up, measured and torn down in Python (plugin_utils/_trial.py): no task files
+            # a kind set up, measured and torn down in Python (plugin_utils/_trial.py): no task files, unless its
+            # provider handles only some entries (`handles`: dpdk's and af_xdp's drop entries, their forwarding
+            # entries still by their task files)
             assert all(callable(getattr(PROVIDERS[impl], step, None)) for step in ("setup", "measure", "teardown")), impl
-            assert not any((ROLE / "tasks" / "systems" / impl / f"{step}.yml").exists() for step in ("setup", "teardown"))
-            # tasks/systems/forward/ keeps the far side and the bracketed count of the forwarding entries of the kinds
-            # that still have task files (FORWARDING_PROCESS: forward/process.yml), until they are providers too
-            shared = impl == "forward" and bool(FORWARDING_PROCESS - set(PROVIDERS))
-            assert shared or not (ROLE / "tasks" / "systems" / impl).exists(), impl
-            if not shared:
-                continue
-        for step in ("setup", "measure", "teardown") if impl not in PROVIDERS else ("measure",):
+            whole = not hasattr(PROVIDERS[impl], "handles")
+            if whole:
+                assert not any((ROLE / "tasks" / "systems" / impl / f"{s}.yml").exists() for s in ("setup", "teardown"))
+                # tasks/systems/forward/ keeps the far side and the bracketed count of the forwarding entries of the
+                # kinds whose providers do not handle them (FORWARDING_PROCESS: forward/process.yml)
+                shared = impl == "forward" and any(
+                    k not in PROVIDERS or hasattr(PROVIDERS[k], "handles") for k in FORWARDING_PROCESS
+                )
+                assert shared or not (ROLE / "tasks" / "systems" / impl).exists(), impl
+                if not shared:
+                    continue
+        else:
+            whole = False
+        for step in ("setup", "measure", "teardown") if not whole else ("measure",):
             assert (ROLE / "tasks" / "systems" / impl / ("%s.yml" % step)).is_file(), (impl, step)
         # a system's measure is one task, registered as the trial reads it; a forwarding system brackets its one
         # measuring task (the far side's count) with the DUT's own counters and sets the result from the three
         measure = _yaml(ROLE / "tasks" / "systems" / impl / "measure.yml")
         dispatch = measure[0].get("ansible.builtin.include_tasks", "") if len(measure) == 1 else ""
-        if "__experiment_trial.custom" in dispatch:
-            # a kind whose custom systems run a program of their own (issue 26: a user's AF_XDP binary): the
-            # built-in's measure in bench_measure.yml, the user's in user_measure.yml, which registers one measurement
-            user = _yaml(ROLE / "tasks" / "systems" / impl / "user_measure.yml")
-            assert sum(1 for t in user if t.get("register") == "__experiment_measured") == 1, impl
-            measure = _yaml(ROLE / "tasks" / "systems" / impl / "bench_measure.yml")
+        if dispatch.startswith("systems/%s/" % impl):
+            # a measure.yml that is one file of the kind's (af_xdp: bench_measure.yml)
+            measure = _yaml(ROLE / "tasks" / dispatch)
         if impl in BRACKETED_MEASURE:
             assert "__experiment_measured" in measure[-1]["ansible.builtin.set_fact"], impl
             # the far side's count sits in a block whose always waits for the DUT's job and removes its file

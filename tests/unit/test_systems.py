@@ -47,13 +47,15 @@ def test_every_builtin_system_has_a_kind_with_a_provider_or_task_files():
         if kind.name in PROVIDERS:
             provider = PROVIDERS[kind.name]
             assert all(callable(getattr(provider, p, None)) for p in ("setup", "measure", "teardown")), kind.name
-            kind_dir = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", kind.name)
-            assert not any(os.path.exists(os.path.join(kind_dir, f"{p}.yml")) for p in ("setup", "teardown")), kind.name
-            # tasks/systems/forward/ keeps the far side and the count of the forwarding entries (`forward`) of dpdk and
-            # af_xdp while those kinds have task files
-            shared = kind.name == "forward" and not {"dpdk", "af_xdp"} <= set(PROVIDERS)
-            assert shared or not os.path.isdir(kind_dir), kind.name
-            continue
+            if not hasattr(provider, "handles") or provider.handles(system):
+                # a provider's entry has no task files, or its kind keeps them for the entries it does not handle;
+                # tasks/systems/forward/ keeps the far side and the count of the forwarding entries of dpdk and
+                # af_xdp, which their providers do not handle
+                kind_dir = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", kind.name)
+                own = ("setup", "teardown")
+                assert hasattr(provider, "handles") or not any(os.path.exists(os.path.join(kind_dir, f"{p}.yml")) for p in own)
+                assert hasattr(provider, "handles") or kind.name == "forward" or not os.path.isdir(kind_dir), kind.name
+                continue
         for phase in ("setup", "measure", "teardown"):
             path = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", kind.name, phase + ".yml")
             assert os.path.isfile(path), f"{name}: kind {kind.name} lacks {path}"
@@ -370,7 +372,7 @@ def test_custom_af_xdp_errors_name_the_field_and_the_value(tmp_path):
 
 def test_no_system_name_in_the_af_xdp_kinds_dispatch():
     kind_dir = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", "af_xdp")
-    for phase in ("setup.yml", "measure.yml", "teardown.yml", "user_setup.yml", "user_measure.yml"):
+    for phase in ("setup.yml", "measure.yml", "teardown.yml"):
         with open(os.path.join(kind_dir, phase)) as fh:
             text = fh.read()
         for name in _builtin():
