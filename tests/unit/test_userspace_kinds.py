@@ -123,8 +123,8 @@ def test_dpdk_forwarding_input_check_before_any_change():
         assert (_kind_dpdk.forward_input_error(trial, fwd, egress, settings) is None) == ok, (system, egress)
     trial = _trial("dpdk_mac")
     bad = dict(_systems_builtin()["dpdk_mac"], forward_mode="macswap")
-    msg = _kind_dpdk.forward_input_error(trial, bad, "veth-dut1", {"host": "dut", "interface": "veth-dut0",
-                                                                    "dpdk_port": "", "egress_port": ""})
+    settings = {"host": "dut", "interface": "veth-dut0", "dpdk_port": "", "egress_port": ""}
+    msg = _kind_dpdk.forward_input_error(trial, bad, "veth-dut1", settings)
     assert "forward_mode 'macswap' return_port 'egress'" in msg
     # a PCI port needs the egress port's PCI address too
     settings = {"host": "dut", "interface": "eth1", "dpdk_port": "0000:03:00.0", "egress_port": ""}
