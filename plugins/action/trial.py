@@ -51,8 +51,6 @@ class ActionModule(ActionBase):
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result.update({k: phases.state[k] for k in STATE_KEYS if k in phases.state})
-        if "teardown_tasks" in phases.state:
-            result["tasks"] = phases.state["teardown_tasks"]
         result["changed"] = phases.changed
         result["modules"] = phases.modules
         result["modules_in_worker"] = phases.in_worker_modules

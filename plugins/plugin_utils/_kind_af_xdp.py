@@ -12,17 +12,27 @@ copy, XDP_DRV zero-copy: the point's ``bind`` axis, __experiment_afxdp_binds, el
 xdplab_afxdp_xdp_mode) are the experiment's (playbooks/vars/afxdp.yml). txpush needs no offered load: the generator
 sends a trickle (xdplab_afxdp_txpush_offered_pps, the state's ``traffic``) instead of its full rate.
 
-The forwarding entries (``forward``: l2fwd beside the far side's count) are not this provider's (``handles``): they
-still run by tasks/systems/af_xdp/.
+A forwarding entry (``forward: af_xdp``, mode l2fwd, paper_forward.yml): the bench runs in the background, its window
+longer than the far side's by a margin, while the frames are counted where they come back (_kind_forward.py's
+forwarding process). xdplab-xsk-bench's l2fwd sends back out of the queue it received on: return_port ingress.
 """
 
 from __future__ import annotations
 
 import os
 
+from ansible_collections.xdplab.testbed.plugins.plugin_utils import _kind_forward
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_common import copy_to_host, failure, napi_to, nic_cpus
 
 BENCH = "bin/xdplab-xsk-bench"
+# the bench as a forwarding process: its first record (module xsk_bench: <run_dir>/<name>.out) once the sockets are
+# bound
+XSK_BENCH = {
+    "name": "xdplab-xsk-bench",
+    "module": "xdplab.testbed.xsk_bench",
+    "started_path": "/run/xdplab/xsk_bench/xsk_bench.out",
+    "started_regex": '"type": ?"start"',
+}
 
 
 def afxdp_run(trial, binds, xdp_mode):
@@ -71,11 +81,6 @@ class AfXdpProvider:
     """Kind ``af_xdp``, its drop entries (the module's docstring)."""
 
     @staticmethod
-    def handles(system):
-        """The forwarding entries (``forward``) still run by tasks/systems/af_xdp/."""
-        return "forward" not in system
-
-    @staticmethod
     def setup(phases):
         trial = phases.trial
         system = trial["system"]
@@ -97,6 +102,16 @@ class AfXdpProvider:
                 "xdp_mode": run["xdp_mode"],
                 "binary": f"{phases.var('xdplab_bpf_prefix')}/{BENCH}",
             }
+            if "forward" in system:
+                fwd = dict({"return_port": "egress"}, **_kind_forward.forward_entry(phases))
+                # the forwarding input, before any change on the DUT
+                if run["mode"] != "l2fwd" or fwd["return_port"] != "ingress":
+                    raise failure(
+                        f"system {trial['name']}: an AF_XDP forwarding entry runs xdplab-xsk-bench's l2fwd, which sends "
+                        "back out of the queue it received on (mode l2fwd, return_port ingress); got mode "
+                        f"'{run['mode']}' and return_port '{fwd['return_port']}'"
+                    )
+                _kind_forward.trex_rx_ports(phases)
             if run["mode"] == "txpush":
                 phases.state["traffic"] = {"rate_pps": phases.var("xdplab_afxdp_txpush_offered_pps")}
         cpus = nic_cpus(phases)
@@ -122,7 +137,32 @@ class AfXdpProvider:
             "gen_ip": gen.get("ip"),
             "dut_ip": phases.var("xdplab_dut_ip"),
         }
+        if "forward" in trial["system"]:
+            # the bench forwards for the far side's window and a margin
+            settings["samples"] = int(settings["samples"]) + _kind_forward.margin_samples(phases)
+            return _kind_forward.measure_process(phases, XSK_BENCH, bench_args(trial, _run(phases), settings))
         return phases.module("xdplab.testbed.xsk_bench", bench_args(trial, _run(phases), settings))
+
+    @staticmethod
+    def far_setup(phases):
+        """Phase start (generator host): a forwarding entry's far side."""
+        if _kind_forward.forward_entry(phases):
+            _kind_forward.ForwardProvider.far_setup(phases)
+
+    @staticmethod
+    def far_teardown(phases):
+        """Phases stop and cleanup (generator host): no far-side counter of a forwarding entry left."""
+        if _kind_forward.forward_entry(phases):
+            _kind_forward.ForwardProvider.far_teardown(phases)
+
+    @staticmethod
+    def far_count(phases):
+        return _kind_forward.ForwardProvider.far_count(phases)
+
+    @staticmethod
+    def collect(phases):
+        """Phase cpu: a forwarding entry's counters and the bench's own result."""
+        return _kind_forward.collect_process(phases, XSK_BENCH["name"])
 
     @staticmethod
     def teardown(phases):

@@ -12,15 +12,23 @@ bound to its userspace driver for this trial only and given back after it, with 
 driver comes back with its defaults): the modules the role dpdk's entry points ``bind``/``unbind`` and the role nic
 call (pci_driver, nic_settings), with those roles' variables.
 
-The forwarding entries (``forward``: testpmd's mac/macswap beside the far side's count) are not this provider's
-(``handles``): they still run by tasks/systems/dpdk/.
+A forwarding entry (``forward: dpdk``, paper_forward.yml) runs testpmd in its ``forward_mode`` instead, in the
+background beside the far side's count (_kind_forward.py's forwarding process):
+  mac      two ports (the paper's choice): ingress -> egress (xdplab_dut_egress_interface, or the PCI port
+           xdplab_dpdk_egress_port), the destination MAC the generator's receive port's (--eth-peer)
+  macswap  one port: swap the MACs, back out of the ingress port
+Its window ends END_MARGIN_S after the far side's (window_end_file). In the latency experiment its histogram covers the
+generator's whole run: the setup starts testpmd before the generator, and the measure ends its window a margin after
+the generator's end.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.xdplab.testbed.plugins.plugin_utils import _kind_forward
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_common import failure, napi_to, nic_cpus
 
 # the role dpdk's defaults that its entry points bind and unbind read, and the role nic's that its main entry point
@@ -50,6 +58,28 @@ def input_error(trial, bitwidths, main_lcore):
         f"system {trial['name']}: SIMD variant '{system.get('simd')}' needs an entry in xdplab_dpdk_max_simd_bitwidth "
         f"({list(bitwidths)}), and {trial['cores']} forwarding lcores need as many DUT CPUs besides the main lcore "
         f"{main_lcore} (have {trial['dpdk_cpus']})"
+    )
+
+
+def forward_input_error(trial, fwd, egress, settings):
+    """A forwarding entry's input check (before any change on the DUT): mac with two ports (return_port egress, a
+    second DUT port; with a PCI port its egress PCI address), macswap with one (return_port ingress). ``settings``:
+    host, interface, dpdk_port, egress_port. None when fine."""
+    mode = fwd.get("forward_mode") or ""
+    ok = (
+        mode in ("mac", "macswap")
+        and (mode == "mac") == (fwd["return_port"] == "egress")
+        and (fwd["return_port"] == "ingress" or (egress and egress != settings["interface"]))
+        and (fwd["return_port"] == "ingress" or not settings["dpdk_port"] or settings["egress_port"])
+    )
+    if ok:
+        return None
+    return (
+        f"system {trial['name']}: a DPDK forwarding entry needs forward_mode mac (two ports, return_port egress) or "
+        f"macswap (one port, return_port ingress), got forward_mode '{mode}' return_port '{fwd['return_port']}'; mac "
+        f"sends out of a second port: xdplab_dut_egress_interface must name a port of {settings['host']} other than its "
+        f"ingress port {settings['interface']} (got '{egress}'), and with a PCI port (xdplab_dpdk_port "
+        f"{settings['dpdk_port']}) xdplab_dpdk_egress_port must give the egress port's PCI address"
     )
 
 
@@ -127,11 +157,6 @@ class DpdkProvider:
     """Kind ``dpdk``, its drop entries (the module's docstring)."""
 
     @staticmethod
-    def handles(system):
-        """The forwarding entries (``forward``) still run by tasks/systems/dpdk/."""
-        return "forward" not in system
-
-    @staticmethod
     def setup(phases):
         trial = phases.trial
         system = trial["system"]
@@ -140,6 +165,23 @@ class DpdkProvider:
         if error:
             raise failure(error)
         port = phases.var("xdplab_dpdk_port", "")
+        forwarding = "forward" in system
+        if forwarding:
+            fwd = _kind_forward.forward_entry(phases)
+            fwd = dict({"return_port": "egress"}, **fwd)
+            error = forward_input_error(
+                trial,
+                fwd,
+                phases.var("xdplab_dut_egress_interface", "") or "",
+                {
+                    "host": phases.task_vars.get("inventory_hostname"),
+                    "interface": phases.var("xdplab_dut_interface"),
+                    "dpdk_port": port,
+                    "egress_port": phases.var("xdplab_dpdk_egress_port", "") or "",
+                },
+            )
+            if error:
+                raise failure(error)
         bound = _bind(phases) if _per_trial(phases) else None
         two = two_ports(system)
         program = {
@@ -157,45 +199,52 @@ class DpdkProvider:
             "bound": bound,
             "pci": ([port] + ([phases.var("xdplab_dpdk_egress_port")] if two else [])) if port else None,
         }
+        if forwarding:
+            _kind_forward.trex_rx_ports(phases)
         cpus = nic_cpus(phases)
         if cpus and not port:
             napi_to(phases, cpus)
             program["nic_cpus"] = cpus
+        if forwarding and phases.flag("experiment_latency"):
+            # the latency experiment: the histogram covers the generator's whole run, so testpmd forwards before the
+            # generator starts (and until a margin after it ended: the measure writes that end)
+            changed = phases.changed
+            _kind_forward.start_process(phases, TESTPMD, _testpmd_args(phases))
+            phases.changed = changed
         return program
 
     @staticmethod
+    def far_setup(phases):
+        """Phase start (generator host): a forwarding entry's far side."""
+        if _kind_forward.forward_entry(phases):
+            _kind_forward.ForwardProvider.far_setup(phases)
+
+    @staticmethod
+    def far_teardown(phases):
+        """Phases stop and cleanup (generator host): no far-side counter of a forwarding entry left."""
+        if _kind_forward.forward_entry(phases):
+            _kind_forward.ForwardProvider.far_teardown(phases)
+
+    @staticmethod
+    def far_count(phases):
+        return _kind_forward.ForwardProvider.far_count(phases)
+
+    @staticmethod
+    def collect(phases):
+        """Phase cpu: a forwarding entry's counters and testpmd's own result."""
+        return _kind_forward.collect_process(phases, TESTPMD["name"])
+
+    @staticmethod
     def measure(phases):
-        trial = phases.trial
-        system = trial["system"]
-        gen = phases.var("__experiment_gen")
-        mbufs = phases.var("xdplab_dpdk_mbufs", 0)
         changed = phases.changed
-        measured = phases.module(
-            "xdplab.testbed.testpmd",
-            {
-                "state": "measured",
-                "binary": phases.var("xdplab_dpdk_testpmd"),
-                "name": "trial",
-                "ports": testpmd_ports(system, trial["cores"], _port_settings(phases, system)),
-                "forward_mode": system.get("forward_mode", "rxonly"),
-                "lcores": [int(phases.var("xdplab_dpdk_main_lcore", 0))] + trial["cpus"],
-                "nb_cores": trial["cores"],
-                "rxq": trial["cores"],
-                "txq": trial["cores"],
-                "rss": "udp",
-                "max_simd_bitwidth": phases.var("xdplab_dpdk_max_simd_bitwidth", {})[system["simd"]],
-                "no_huge": _bool(phases.var("xdplab_dpdk_no_huge")),
-                # testpmd's default pool is sized for 32 ports (about 380 MB of 2M pages): a small DUT (the VM lab)
-                # names less
-                "mbufs": mbufs if int(mbufs or 0) > 0 else None,
-                "extra_args": testpmd_extra_args(
-                    system, gen.get("mac"), phases.host_var(gen["host"], "xdplab_generator_rx_mac", "")
-                ),
-                "warmup": phases.var("experiment_warmup"),
-                "interval": phases.var("experiment_interval"),
-                "samples": phases.var("experiment_samples"),
-            },
-        )
+        if "forward" in phases.trial["system"]:
+            if _kind_forward.process_started(phases) and phases.flag("experiment_latency"):
+                # testpmd, started in setup, forwards until the generator has ended (now that its end is known)
+                # instead of for a lead long enough for any start-up (LATENCY_LEAD_S)
+                _kind_forward.write_window_end(phases, time.time() + float(phases.trial["seconds"]))
+            measured = _kind_forward.measure_process(phases, TESTPMD, _testpmd_args(phases), window_end=True)
+        else:
+            measured = phases.module("xdplab.testbed.testpmd", _testpmd_args(phases))
         # testpmd runs for the measurement only and leaves the port as found
         phases.changed = changed
         return measured
@@ -226,6 +275,47 @@ class DpdkProvider:
                 )
         if nic_cpus(phases) and not port:
             napi_to(phases, phases.var("xdplab_dut_cpus", []))
+
+
+# testpmd as a forwarding process: its transcript (module testpmd: <run_dir>/<name>.log) once `start` has answered
+TESTPMD = {
+    "name": "testpmd",
+    "module": "xdplab.testbed.testpmd",
+    "started_path": "/run/xdplab/testpmd/trial.log",
+    "started_regex": "packet forwarding - ports=",
+}
+
+
+def _testpmd_args(phases):
+    """testpmd for the measurement: rxonly in the foreground, its own RX rate over the window; a forwarding entry's
+    in the background, its window the far side's with a margin (the longest it may run: it ends with the far side's
+    window, or in the latency experiment with the generator, by its window_end_file)."""
+    trial = phases.trial
+    system = trial["system"]
+    gen = phases.var("__experiment_gen")
+    mbufs = phases.var("xdplab_dpdk_mbufs", 0)
+    forwarding = "forward" in system
+    return {
+        "state": "measured",
+        "binary": phases.var("xdplab_dpdk_testpmd"),
+        "name": "trial",
+        "ports": testpmd_ports(system, trial["cores"], _port_settings(phases, system)),
+        "forward_mode": system.get("forward_mode", "rxonly"),
+        "lcores": [int(phases.var("xdplab_dpdk_main_lcore", 0))] + trial["cpus"],
+        "nb_cores": trial["cores"],
+        "rxq": trial["cores"],
+        "txq": trial["cores"],
+        "rss": "udp",
+        "max_simd_bitwidth": phases.var("xdplab_dpdk_max_simd_bitwidth", {})[system["simd"]],
+        "no_huge": _bool(phases.var("xdplab_dpdk_no_huge")),
+        # testpmd's default pool is sized for 32 ports (about 380 MB of 2M pages): a small DUT (the VM lab) names less
+        "mbufs": mbufs if int(mbufs or 0) > 0 else None,
+        "extra_args": testpmd_extra_args(system, gen.get("mac"), phases.host_var(gen["host"], "xdplab_generator_rx_mac", "")),
+        "warmup": phases.var("experiment_warmup"),
+        "interval": phases.var("experiment_interval"),
+        "samples": _kind_forward.process_samples(phases) if forwarding else phases.var("experiment_samples"),
+        "window_end_file": _kind_forward.WINDOW_END_FILE if forwarding else None,
+    }
 
 
 def _bool(value):

@@ -22,13 +22,18 @@ DUT's window, seconds in which the generator, sharing its CPU with Ansible, sent
 missed up to 11 % of what was offered.) The record's forwarding section travels in measurement.details.forwarding
 (trial_record lifts it to the record's forwarding).
 
-The forwarding entries of the kinds dpdk and af_xdp (a ``forward`` key) still use roles/experiment/tasks/systems/
-forward/ (vars.yml, far_setup.yml, measure.yml, process.yml).
+The forwarding entries of the kinds dpdk and af_xdp (a ``forward`` key: testpmd, xdplab-xsk-bench) are counted the
+same way by their providers (_kind_dpdk.py, _kind_af_xdp.py), with the process itself as a background job of the
+trial (the functions below ``PROCESS_JOB``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import re
+import shlex
 import time
 
 from ansible.errors import AnsibleFilterError
@@ -70,6 +75,21 @@ def _values(phases):
         # the CPU whose cpumap kthread forwards (xdp_redirect_cpu): not one of the DUT's receive CPUs (validate.yml)
         "cpumap_cpu": phases.var("xdplab_dut_cpumap_cpu", (housekeeping + [""])[0]),
     }
+
+
+def trex_rx_ports(phases, v=None):
+    """T-Rex reports a port's counters only when it is one of backend_options.rx_ports: the trial's traffic names the
+    port the frames come back on (the inventory names it by PCI address, a port of the options' ports, or by its
+    number). Nothing for the other generators."""
+    v = v or _values(phases)
+    gen = v["gen"]
+    if gen["backend"] != "trex":
+        return
+    ports = (gen.get("options") or {}).get("ports") or []
+    port_of = dict(zip(ports, range(len(ports))))
+    rx_port = port_of[v["rx_port"]] if v["rx_port"] in port_of else int(v["rx_port"])
+    traffic = phases.state.setdefault("traffic", {})
+    traffic["options"] = dict(traffic.get("options") or gen.get("options") or {}, rx_ports=[rx_port])
 
 
 def _router(fwd):
@@ -142,15 +162,7 @@ class ForwardProvider:
                     "xdplab.testbed.nic_settings",
                     {"interface": interface, "rings": {"rx": int(ring_size), "tx": int(ring_size)}, "unsupported": "fail"},
                 )
-        gen = v["gen"]
-        if gen["backend"] == "trex":
-            # T-Rex reports a port's counters only when it is one of backend_options.rx_ports: the port the frames come
-            # back on (the inventory names it by PCI address, a port of the options' ports, or by its number)
-            ports = (gen.get("options") or {}).get("ports") or []
-            port_of = dict(zip(ports, range(len(ports))))
-            rx_port = port_of[v["rx_port"]] if v["rx_port"] in port_of else int(v["rx_port"])
-            traffic = phases.state.setdefault("traffic", {})
-            traffic["options"] = dict(traffic.get("options") or gen.get("options") or {}, rx_ports=[rx_port])
+        trex_rx_ports(phases, v)
         if plan["router"]:
             phases.shell(_router_commands(phases, v, up=True), "the stack as a router (ip_forward, a route via the "
                          "generator's receive port, no local destination)")  # fmt: skip
@@ -197,15 +209,18 @@ class ForwardProvider:
             phases.module("xdplab.testbed.xdp_program", {"interface": v["rx_port"], "state": "absent", "mode": "native"})
 
     @staticmethod
-    def measure(phases):
+    def measure(phases, scheduled=None):
         """The window's start, shared by the far side and the DUT; the DUT's port counters over it in the background
-        (collected by ``collect``); the far side counts in the phase ``far``."""
+        (collected by ``collect``); the far side counts in the phase ``far``. ``scheduled(start_at)``: what a
+        forwarding process does once the window is known, before the counters start (testpmd's window end)."""
         trial = phases.trial
         v = _values(phases)
         lead = float(phases.var("experiment_window_lead"))
         warmup, interval = float(phases.var("experiment_warmup")), float(phases.var("experiment_interval"))
         samples = int(phases.var("experiment_samples"))
         start_at = time.time() + lead
+        if scheduled:
+            scheduled(start_at)
         phases.start_job(
             DUT_JOB,
             "xdplab.testbed.rx_counters",
@@ -296,3 +311,168 @@ class ForwardProvider:
         if _router(v["fwd"]):
             phases.shell(_router_commands(phases, v, up=False), "the stack back as found (no ip_forward, no route, the "
                          "ingress address back)")  # fmt: skip
+
+
+# -- a forwarding process (the forwarding entries of the kinds dpdk and af_xdp: testpmd, xdplab-xsk-bench) -------------
+# Its module runs for the window in the background (the trial's job PROCESS_JOB, started by the measure: in the
+# latency experiment testpmd's by the setup, before the generator) while the far side and the DUT's ports count as
+# the forward kind's do (ForwardProvider.measure, the phase far); the phase cpu collects the counters, then the
+# process's own result: the record's measurement is the far side's, the process's own rate beside it
+# (details.dut_process), the rest of the measure's result the process's (its version, command, CPU window).
+
+# the trial's job of the forwarding process
+PROCESS_JOB = "forward_dut_process"
+# how long it may take to start forwarding (its start record), and then to say why it did not
+START_TIMEOUT_S = 60
+START_FAILED_WAIT_S = 30
+# the latency experiment: testpmd, started in setup before the generator (the histogram covers the generator's whole
+# run), may run for the generator's run and this lead (the sink's setup and the generator's start after testpmd's:
+# 7-8 s under load here, when 86 frames at the end of a 100 pps run were lost with a 6 s margin) ...
+LATENCY_LEAD_S = 30
+# ... but its window ends this long after the generator's end (latency) or the far side's window (window_end_file)
+END_MARGIN_S = 2
+# testpmd's window_end_file (module testpmd): a time on CLOCK_REALTIME, its window ends at its first sample past it
+WINDOW_END_FILE = "/run/xdplab/testpmd/trial.window_end"
+
+
+def margin_samples(phases):
+    """How many samples longer than the far side's window the process runs (its start, the window's lead)."""
+    return math.ceil((6 + float(phases.var("experiment_window_lead"))) / float(phases.var("experiment_interval")))
+
+
+def process_samples(phases):
+    """The process's window in samples: the far side's and the margin; in the latency experiment at most the
+    generator's whole run, the lead and the margin."""
+    interval = float(phases.var("experiment_interval"))
+    if phases.flag("experiment_latency"):
+        base = math.ceil((float(phases.trial["seconds"]) + LATENCY_LEAD_S) / interval)
+    else:
+        base = int(phases.var("experiment_samples"))
+    return base + margin_samples(phases)
+
+
+def process_limit_s(phases):
+    """How long the process's background job may run in all."""
+    warmup, interval = float(phases.var("experiment_warmup")), float(phases.var("experiment_interval"))
+    return math.ceil(warmup + interval * process_samples(phases) + START_TIMEOUT_S + 120)
+
+
+def process_started(phases):
+    """Whether this trial's forwarding process runs already (the latency experiment's testpmd, from the setup)."""
+    return PROCESS_JOB in (phases.state.get("jobs") or {})
+
+
+def start_process(phases, spec, args):
+    """Start the forwarding process (``spec``: name, module, started_path, started_regex: what it writes once it
+    forwards) in the background with the module's ``args``, and wait until it forwards; fails with its own message
+    when it does not (its job is ended by the teardown)."""
+    # no transcript of an earlier run: the wait would find that one's start record
+    _remove_file(phases, spec["started_path"])
+    phases.start_job(PROCESS_JOB, spec["module"], args, limit_s=process_limit_s(phases))
+    if _wait_started(phases, spec):
+        return
+    deadline = time.monotonic() + START_FAILED_WAIT_S
+    said = phases.job_result(PROCESS_JOB)
+    while said is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        said = phases.job_result(PROCESS_JOB)
+    msg = (said or {}).get("msg") or f"it still ran; see {spec['started_path']}"
+    raise _failure(
+        f"{spec['name']} did not start forwarding within {START_TIMEOUT_S} s (no '{spec['started_regex']}' in "
+        f"{spec['started_path']}): {msg}"
+    )
+
+
+def measure_process(phases, spec, args, window_end=False):
+    """The measure of a forwarding process: started (unless the setup started it), then counted as the forward kind
+    counts; ``window_end``: the process ends its window END_MARGIN_S after the far side's (testpmd's
+    window_end_file; not in the latency experiment, where it ends with the generator: write_window_end)."""
+    if not process_started(phases):
+        start_process(phases, spec, args)
+    if not window_end or phases.flag("experiment_latency"):
+        return ForwardProvider.measure(phases)
+    warmup, interval = float(phases.var("experiment_warmup")), float(phases.var("experiment_interval"))
+    samples = int(phases.var("experiment_samples"))
+
+    def end_after_the_far_side(start_at):
+        write_window_end(phases, start_at + warmup + interval * samples)
+
+    return ForwardProvider.measure(phases, end_after_the_far_side)
+
+
+def write_window_end(phases, end):
+    """testpmd's window ends at its first sample END_MARGIN_S past ``end`` (its window_end_file): on this machine
+    written here, over SSH by the connection's own command (a module run took 2.4-2.8 s while the generator and
+    testpmd kept both CPUs of the virtual lab busy, raw 0.11 s)."""
+    text = f"{end + END_MARGIN_S:.3f}\n"
+    if phases.on_this_machine():
+        tmp = f"{WINDOW_END_FILE}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, WINDOW_END_FILE)
+        phases.changed = True
+    else:
+        phases.shell(f"printf '%s\\n' {shlex.quote(text.strip())} > {shlex.quote(WINDOW_END_FILE)}",
+                     "testpmd's window end (window_end_file)")  # fmt: skip
+
+
+def collect_process(phases, name):
+    """Phase cpu: the counters (ForwardProvider.collect), then the process's own result, its window ending after the
+    far side's; the measurement is the far side's with the process's own rate beside it (details.dut_process)."""
+    counted = ForwardProvider.collect(phases)
+    job = (phases.state.get("jobs") or {}).get(PROCESS_JOB) or {}
+    own = phases.collect_job(PROCESS_JOB, job.get("limit_s") or process_limit_s(phases))
+    own_measurement = own.get("measurement") or {}
+    measurement = dict(counted["measurement"])
+    measurement["details"] = dict(
+        measurement["details"],
+        dut_process={
+            "name": name,
+            "pps": own_measurement.get("pps"),
+            "source": own_measurement.get("source"),
+            "window": own_measurement.get("window"),
+        },
+    )
+    return dict(own, measurement=measurement)
+
+
+def forward_entry(phases):
+    """The planned trial's system entry when it forwards (a ``forward`` key), else None (known also when the trial
+    failed before its values)."""
+    entry = phases.var("__experiment_systems", {}).get(phases.var("__experiment_planned")["point"]["system"]) or {}
+    return entry if "forward" in entry else None
+
+
+def _wait_started(phases, spec):
+    """Whether the process wrote its start record within START_TIMEOUT_S (on this machine: read here, and not
+    waited for once the job has ended; over SSH: wait_for)."""
+    path, regex = spec["started_path"], spec["started_regex"]
+    if not phases.on_this_machine():
+        from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PhaseFailure
+
+        try:
+            phases.module("ansible.builtin.wait_for", {"path": path, "search_regex": regex, "timeout": START_TIMEOUT_S})
+        except PhaseFailure:
+            return False
+        return True
+    pattern = re.compile(regex)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                if pattern.search(fh.read()):
+                    return True
+        except FileNotFoundError:
+            pass
+        if phases.job_result(PROCESS_JOB) is not None:
+            return False
+        time.sleep(0.1)
+    return False
+
+
+def _remove_file(phases, path):
+    if phases.on_this_machine():
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    else:
+        phases.module("ansible.builtin.file", {"path": path, "state": "absent"})

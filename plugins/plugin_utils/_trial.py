@@ -27,11 +27,11 @@ A phase delegated to the generator host while the DUT's state goes on (``far``) 
 (``__experiment_far``, so that its task, skipped for the other systems, does not replace ``__experiment_state``); the
 next phase takes it for the state when it is that window's (SIDE_RESULTS).
 
-A kind of system whose setup, measure and teardown are Python is a *provider* here (PROVIDERS; the ``xdp`` kind
-first; dpdk and af_xdp in _kind_dpdk.py and _kind_af_xdp.py, for the entries their ``handles`` takes). The other kinds
-(and the entries a provider does not handle) still have task files (tasks/systems/<kind>/), which trial.yml includes
-after the phase of the same name: the trial's state says which (``trial.tasks``), and what those files register
-(``__experiment_measured``, ``__experiment_program``, ``__experiment_traffic``) is read from the task's variables.
+Every kind of system is a *provider* here (PROVIDERS: its setup, measure and teardown in Python; forward in
+_kind_forward.py, dpdk and af_xdp in _kind_dpdk.py and _kind_af_xdp.py). A provider may have the far side's phases
+(``far_setup``, ``far_count``, ``far_teardown``) and ``collect`` (a measure that runs on in the background). The
+latency experiment's sink is still its task files' (tasks/latency/), whose ``__experiment_traffic`` (the stamps) the
+phases read from the task's variables.
 """
 
 from __future__ import annotations
@@ -206,6 +206,11 @@ class Phases:
             raise PhaseFailure(result)
         return result
 
+    def job_result(self, name):
+        """The result of the trial's job ``name`` once it has ended (it stays the trial's job), else None."""
+        job = (self.state.get("jobs") or {}).get(name)
+        return self._job_result(job) if job else None
+
     def end_jobs(self):
         """Every exit path: the trial's jobs on this phase's host end (a job in the worker is killed; an async job
         over SSH is waited for until its own limit) and their files go; the other host's stay for its phase."""
@@ -287,20 +292,16 @@ class Phases:
         return provider_of(self.trial["system"])
 
     def measured(self):
-        """The measure's result: the provider's, or what a kind's task files registered."""
-        if self.provider():
-            return self.state.get("measured") or {}
-        return self.var("__experiment_measured", {}) or {}
+        """The measure's result (the provider's)."""
+        return self.state.get("measured") or {}
 
     def program(self):
-        if self.provider():
-            return self.state.get("program") or {}
-        return self.var("__experiment_program", {}) or {}
+        return self.state.get("program") or {}
 
     def traffic(self):
         """Traffic a system's setup asks for instead of the generator host's own ({backend, options, rate_pps, wait}:
         the TCP system's iperf3 client): a provider's, with what task files set (__experiment_traffic: the latency
-        experiment's stamps, a kind with task files) over it."""
+        experiment's stamps) over it."""
         traffic = dict(self.state.get("traffic") or {})
         given = self.var("__experiment_traffic", {}) or {}
         traffic.update(given)
@@ -371,7 +372,6 @@ class Phases:
             trial = _systems.trial_values(planned, self.var("__experiment_systems", {}), settings)
         except _systems.SystemsError as exc:
             raise PhaseFailure({"failed": True, "msg": str(exc)}) from exc
-        trial["tasks"] = provider_of(trial["system"]) is None
         self.state = {"trial": trial, "program": {}}
         provider = self.provider()
         if provider:
@@ -472,16 +472,13 @@ class Phases:
         self.state["far"]["counted"] = self.provider().far_count(self)
 
     def window_end(self):
-        """Phase ``cpu``: a provider's measure that ran in the background (its jobs on this host; the forwarding kind's
-        DUT counters) is collected now, and its CPU usage worked out; for a kind with task files, the CPU usage over
-        its window: a window that the measure does not bracket ends with this reading, while the generator still
-        sends (a provider's measure phase has read it already)."""
+        """Phase ``cpu``: a provider's measure that ran in the background (its jobs on this host; a forwarding system's
+        DUT counters and process) is collected now, and its CPU usage worked out (the other measures' phase has read
+        it already: a no-op for them)."""
         provider = self.provider()
         if provider and hasattr(provider, "collect") and self.state.get("far"):
             self.state["measured"] = provider.collect(self)
             self.state.pop("far", None)
-            self.cpu()
-        if self.trial["tasks"]:
             self.cpu()
 
     def stop(self):
@@ -596,7 +593,7 @@ class Phases:
             self._far_teardown()
 
     def _planned_provider(self):
-        """The provider of the planned trial's system (None: a kind with task files, or no such system): known also
+        """The provider of the planned trial's system (None: no such system): known also
         when the trial failed before its values."""
         return provider_of(self.var("__experiment_systems", {}).get(self.var("__experiment_planned")["point"]["system"]))
 
@@ -611,7 +608,6 @@ class Phases:
         systems = self.var("__experiment_systems", {})
         system = systems.get(planned["point"]["system"])
         provider = provider_of(system)
-        self.state["teardown_tasks"] = bool(system) and provider is None
         try:
             self.end_jobs()
         finally:
@@ -853,7 +849,7 @@ class TcpProvider:
         phases.module("xdplab.testbed.xdp_program", {"interface": phases.var("xdplab_dut_interface"), "state": "absent"})
 
 
-# the kinds whose setup, measure and teardown are Python (the others: tasks/systems/<kind>/)
+# the kinds, each set up, measured and torn down in Python
 PROVIDERS = {
     "xdp": XdpProvider,
     "linux": LinuxProvider,
@@ -861,17 +857,13 @@ PROVIDERS = {
     "latency_floor": LatencyFloorProvider,
     "forward": ForwardProvider,
 }
-# the userspace kinds' drop entries (their forwarding entries: tasks/systems/<kind>/, the providers' `handles`)
+# the userspace kinds (their forwarding entries with _kind_forward.py's forwarding process)
 PROVIDERS.update(dpdk=_kind_dpdk.DpdkProvider, af_xdp=_kind_af_xdp.AfXdpProvider)
 
 
 def provider_of(system):
-    """The provider of a system entry's kind, or None where its kind's task files run it: a kind without a provider,
-    or an entry its provider does not handle (an optional ``handles(system) -> bool``: dpdk's and af_xdp's
-    forwarding entries)."""
-    provider = PROVIDERS.get((system or {}).get("impl"))
-    handles = getattr(provider, "handles", None)
-    return None if provider is None or (handles and not handles(system)) else provider
+    """The provider of a system entry's kind, or None (no entry, or a kind that is not one of PROVIDERS)."""
+    return PROVIDERS.get((system or {}).get("impl"))
 
 
 def _bool(value):

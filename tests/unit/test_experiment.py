@@ -160,15 +160,6 @@ def test_every_default_is_in_the_argument_spec_with_the_same_default():
                         "xdplab_dut_cpus", "xdplab_dut_mac", "xdplab_dut_ip", "xdplab_generator_host"}  # fmt: skip
 
 
-# impl forward (issue 9): the DUT's counters over the far side's count, then the measurement (tasks/systems/forward/
-# measure.yml: what forward/process.yml counts with for the forwarding entries of dpdk and af_xdp; the forward kind
-# itself is a provider, plugin_utils/_kind_forward.py)
-BRACKETED_MEASURE = {"forward"}
-# impls whose forwarding entries (`forward`) run their measuring task in the background (async) and count where the
-# frames come back (tasks/systems/forward/process.yml, which includes the forward impl's bracket)
-FORWARDING_PROCESS = {"dpdk", "af_xdp"}
-
-
 def test_every_system_has_an_implementation_with_setup_measure_teardown():
     defaults = _yaml(ROLE / "defaults" / "main.yml")
     # the kinds are the registry's (plugins/module_utils/_systems.py)
@@ -177,53 +168,9 @@ def test_every_system_has_an_implementation_with_setup_measure_teardown():
     from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PROVIDERS
 
     for impl in impls:
-        if impl in PROVIDERS:
-            # a kind set up, measured and torn down in Python (plugin_utils/_trial.py): no task files, unless its
-            # provider handles only some entries (`handles`: dpdk's and af_xdp's drop entries, their forwarding
-            # entries still by their task files)
-            assert all(callable(getattr(PROVIDERS[impl], step, None)) for step in ("setup", "measure", "teardown")), impl
-            whole = not hasattr(PROVIDERS[impl], "handles")
-            if whole:
-                assert not any((ROLE / "tasks" / "systems" / impl / f"{s}.yml").exists() for s in ("setup", "teardown"))
-                # tasks/systems/forward/ keeps the far side and the bracketed count of the forwarding entries of the
-                # kinds whose providers do not handle them (FORWARDING_PROCESS: forward/process.yml)
-                shared = impl == "forward" and any(
-                    k not in PROVIDERS or hasattr(PROVIDERS[k], "handles") for k in FORWARDING_PROCESS
-                )
-                assert shared or not (ROLE / "tasks" / "systems" / impl).exists(), impl
-                if not shared:
-                    continue
-        else:
-            whole = False
-        for step in ("setup", "measure", "teardown") if not whole else ("measure",):
-            assert (ROLE / "tasks" / "systems" / impl / ("%s.yml" % step)).is_file(), (impl, step)
-        # a system's measure is one task, registered as the trial reads it; a forwarding system brackets its one
-        # measuring task (the far side's count) with the DUT's own counters and sets the result from the three
-        measure = _yaml(ROLE / "tasks" / "systems" / impl / "measure.yml")
-        dispatch = measure[0].get("ansible.builtin.include_tasks", "") if len(measure) == 1 else ""
-        if dispatch.startswith("systems/%s/" % impl):
-            # a measure.yml that is one file of the kind's (af_xdp: bench_measure.yml)
-            measure = _yaml(ROLE / "tasks" / dispatch)
-        if impl in BRACKETED_MEASURE:
-            assert "__experiment_measured" in measure[-1]["ansible.builtin.set_fact"], impl
-            # the far side's count sits in a block whose always waits for the DUT's job and removes its file
-            tasks = [t for task in measure for t in [task, *task.get("block", []), *task.get("always", [])]]
-            assert sum(1 for t in tasks if t.get("register") == "__experiment_fwd_far") == 1, impl
-            cleanup = [t for task in measure for t in task.get("always", [])]
-            assert [t["ansible.builtin.async_status"].get("mode") for t in cleanup] == [None, "cleanup"], impl
-        elif impl in FORWARDING_PROCESS:
-            # the measuring task, or the file of it that setup also runs (dpdk: run.yml, started before the
-            # generator in the latency experiment; then measure skips it)
-            task = measure[0]
-            if "ansible.builtin.include_tasks" in task:
-                assert "__experiment_fwd_started.trial_id" in task["when"], impl
-                task = _yaml(ROLE / "tasks" / task["ansible.builtin.include_tasks"])[0]
-            assert task["register"] == "__experiment_measured" and task["poll"] == 0, impl
-            assert "if __experiment_trial.system.forward is defined else 0" in task["async"], impl
-            assert [t["ansible.builtin.include_tasks"] for t in measure[1:]] == ["systems/forward/process.yml"], impl
-            assert measure[1]["when"] == "__experiment_trial.system.forward is defined", impl
-        else:
-            assert len(measure) == 1 and measure[0]["register"] == "__experiment_measured", impl
+        # every kind is set up, measured and torn down in Python (plugin_utils/_trial.py): no task files
+        assert all(callable(getattr(PROVIDERS[impl], step, None)) for step in ("setup", "measure", "teardown")), impl
+    assert not (ROLE / "tasks" / "systems").exists()
 
 
 def test_experiment_vars_files_name_the_role_options():

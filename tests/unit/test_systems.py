@@ -39,26 +39,19 @@ def _planned(**point):
     return {"trial_id": "abc", "point": point, "repetition": 1, "index": 1, "total": 4}
 
 
-def test_every_builtin_system_has_a_kind_with_a_provider_or_task_files():
-    from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PROVIDERS
+def test_every_kind_has_a_provider_and_no_task_files():
+    """Issue 26: every kind of system is a Python provider (plugin_utils/_trial.py PROVIDERS); no tasks/systems/ left."""
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PROVIDERS, provider_of
 
+    assert sorted(PROVIDERS) == sorted(_systems.KINDS)
     for name, system in _builtin().items():
-        kind = _systems.kind_of(system, name)
-        if kind.name in PROVIDERS:
-            provider = PROVIDERS[kind.name]
-            assert all(callable(getattr(provider, p, None)) for p in ("setup", "measure", "teardown")), kind.name
-            if not hasattr(provider, "handles") or provider.handles(system):
-                # a provider's entry has no task files, or its kind keeps them for the entries it does not handle;
-                # tasks/systems/forward/ keeps the far side and the count of the forwarding entries of dpdk and
-                # af_xdp, which their providers do not handle
-                kind_dir = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", kind.name)
-                own = ("setup", "teardown")
-                assert hasattr(provider, "handles") or not any(os.path.exists(os.path.join(kind_dir, f"{p}.yml")) for p in own)
-                assert hasattr(provider, "handles") or kind.name == "forward" or not os.path.isdir(kind_dir), kind.name
-                continue
-        for phase in ("setup", "measure", "teardown"):
-            path = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", kind.name, phase + ".yml")
-            assert os.path.isfile(path), f"{name}: kind {kind.name} lacks {path}"
+        provider = provider_of(system)
+        assert provider is PROVIDERS[_systems.kind_of(system, name).name], name
+        assert all(callable(getattr(provider, p, None)) for p in ("setup", "measure", "teardown")), name
+        if "forward" in system:
+            # the far side (phases start/stop/cleanup, far) and the collect of the background measure (phase cpu)
+            assert all(callable(getattr(provider, p, None)) for p in ("far_setup", "far_teardown", "far_count", "collect"))
+    assert not os.path.exists(os.path.join(ROOT, "roles", "experiment", "tasks", "systems"))
 
 
 def test_no_system_name_in_the_trial_runners_task_files():
@@ -368,12 +361,3 @@ def test_custom_af_xdp_errors_name_the_field_and_the_value(tmp_path):
         assert any(expected in e and f"xdplab_custom_systems: {name}" in e for e in errors), (name, errors)
     binary.chmod(0o755)
     assert _systems.custom_errors({"ok": {"kind": "af_xdp", "binary": str(binary), "args": ["{cpu}"]}}, _builtin()) == []
-
-
-def test_no_system_name_in_the_af_xdp_kinds_dispatch():
-    kind_dir = os.path.join(ROOT, "roles", "experiment", "tasks", "systems", "af_xdp")
-    for phase in ("setup.yml", "measure.yml", "teardown.yml"):
-        with open(os.path.join(kind_dir, phase)) as fh:
-            text = fh.read()
-        for name in _builtin():
-            assert f"'{name}'" not in text and f'"{name}"' not in text, f"af_xdp/{phase} names the system {name}"

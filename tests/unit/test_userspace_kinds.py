@@ -57,6 +57,9 @@ class FakePhases:
     def host_var(self, host, name, default=None):
         return self.variables.get(f"{host}.{name}", default)
 
+    def flag(self, name, default=False):
+        return bool(self.var(name, default))
+
     def module(self, name, args):
         args = {k: v for k, v in args.items() if v is not None}
         self.calls.append((name, args))
@@ -96,22 +99,98 @@ VLAB = {
 
 
 # -- which entries the providers take ---------------------------------------------------------------------------
-def test_the_userspace_kinds_providers_take_their_drop_entries_only():
+def test_the_userspace_kinds_providers_take_every_entry():
     systems = _systems_builtin()
     assert PROVIDERS["dpdk"] is _kind_dpdk.DpdkProvider and PROVIDERS["af_xdp"] is _kind_af_xdp.AfXdpProvider
     for name, system in systems.items():
-        provider = provider_of(system)
-        if system["impl"] in ("dpdk", "af_xdp"):
-            # a forwarding entry (`forward`: testpmd mac, l2fwd beside the far side's count) keeps its task files
-            assert (provider is None) == ("forward" in system), name
-        elif system["impl"] in PROVIDERS:
-            assert provider is PROVIDERS[system["impl"]], name
-        else:
-            assert provider is None, name
+        assert provider_of(system) is PROVIDERS[system["impl"]], name
     assert provider_of(None) is None and provider_of({"impl": "nope"}) is None
-    # the trial's values say which: a drop entry runs no task files, a forwarding entry does
-    assert _trial("dpdk_vector")["kind"] == "dpdk"
+    # the forwarding entries (testpmd mac/macswap, l2fwd beside the far side's count) too
     assert any("forward" in s and s["impl"] == "dpdk" for s in systems.values())
+    assert any("forward" in s and s["impl"] == "af_xdp" for s in systems.values())
+
+
+def _planned_vars(system, **more):
+    return dict(VLAB, __experiment_planned={"trial_id": "t1", "point": {"system": system}}, **more)
+
+
+def test_dpdk_forwarding_input_check_before_any_change():
+    for system, egress, ok in (("dpdk_mac", "veth-dut1", True), ("dpdk_macswap", "", True), ("dpdk_mac", "", False),
+                               ("dpdk_mac", "veth-dut0", False)):  # fmt: skip
+        trial = _trial(system)
+        fwd = dict({"return_port": "egress"}, **_systems_builtin()[system])
+        settings = {"host": "dut", "interface": "veth-dut0", "dpdk_port": "", "egress_port": ""}
+        assert (_kind_dpdk.forward_input_error(trial, fwd, egress, settings) is None) == ok, (system, egress)
+    trial = _trial("dpdk_mac")
+    bad = dict(_systems_builtin()["dpdk_mac"], forward_mode="macswap")
+    settings = {"host": "dut", "interface": "veth-dut0", "dpdk_port": "", "egress_port": ""}
+    msg = _kind_dpdk.forward_input_error(trial, bad, "veth-dut1", settings)
+    assert "forward_mode 'macswap' return_port 'egress'" in msg
+    # a PCI port needs the egress port's PCI address too
+    settings = {"host": "dut", "interface": "eth1", "dpdk_port": "0000:03:00.0", "egress_port": ""}
+    fwd = _systems_builtin()["dpdk_mac"]
+    assert "xdplab_dpdk_egress_port must give" in _kind_dpdk.forward_input_error(trial, fwd, "eth2", settings)
+    # refused by the setup before the port is bound or anything else runs
+    variables = _planned_vars("dpdk_mac", xdplab_dut_egress_interface="")
+    p = FakePhases(_trial("dpdk_mac"), variables)
+    with pytest.raises(PhaseFailure, match="xdplab_dut_egress_interface must name a port"):
+        _kind_dpdk.DpdkProvider.setup(p)
+    assert p.calls == []
+
+
+def test_dpdk_forwarding_testpmd_runs_for_the_far_sides_window_and_a_margin():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils import _kind_forward
+
+    variables = _planned_vars("dpdk_mac", experiment_window_lead=5, **{"tg.xdplab_generator_rx_mac": "02:00:00:00:00:03"})
+    p = FakePhases(_trial("dpdk_mac"), variables)
+    args = _kind_dpdk._testpmd_args(p)
+    # the margin: (6 s + the window's lead) / interval samples past the far side's window
+    assert _kind_forward.margin_samples(p) == 11 and args["samples"] == 5 + 11
+    assert args["window_end_file"] == _kind_forward.WINDOW_END_FILE and args["forward_mode"] == "mac"
+    assert args["extra_args"] == ["--eth-peer=0,02:00:00:00:00:01", "--eth-peer=1,02:00:00:00:00:03"]
+    assert [a.split(",")[1] for a in args["ports"]] == ["iface=veth-dut0", "iface=veth-dut1"]
+    # the latency experiment: the generator's whole run and the lead at most (its window ends with the generator)
+    p.variables["experiment_latency"] = True
+    assert _kind_forward.process_samples(p) == p.trial["seconds"] + _kind_forward.LATENCY_LEAD_S + 11
+    # a drop entry: its samples, no window end
+    drop = _kind_dpdk._testpmd_args(FakePhases(_trial("dpdk_vector"), variables))
+    assert drop["samples"] == 5 and drop["window_end_file"] is None and drop["forward_mode"] == "rxonly"
+
+
+def test_afxdp_forwarding_input_is_l2fwd_back_out_of_its_queue():
+    variables = _planned_vars("af_xdp_l2fwd", __experiment_gen={"host": "tg", "backend": "xdp_live", "interface": "veth-tg0"})
+    bad = dict(_systems_builtin()["af_xdp_l2fwd"], return_port="egress")
+    variables["__experiment_systems"] = dict(_systems_builtin(), af_xdp_l2fwd=bad)
+    p = FakePhases(_trial("af_xdp_l2fwd"), variables)
+    with pytest.raises(PhaseFailure, match="mode l2fwd, return_port ingress"):
+        _kind_af_xdp.AfXdpProvider.setup(p)
+    assert p.calls == []
+
+
+def test_the_process_result_is_the_far_sides_measurement_with_its_own_rate_beside_it(monkeypatch):
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils import _kind_forward
+
+    far = {"measurement": {"pps": 100.0, "at": "generator_rx", "details": {"forwarding": {"dut_rx_pps": 101.0}}}}
+    monkeypatch.setattr(_kind_forward.ForwardProvider, "collect", staticmethod(lambda phases: dict(far, cpu_window=None)))
+    own = {"version": "23.11", "command": ["dpdk-testpmd"], "cpu_window": {"start": {}, "end": {}},
+           "measurement": {"pps": 99.0, "source": "testpmd", "window": {"end": 3.0}}}  # fmt: skip
+    collected = []
+
+    class Jobs(FakePhases):
+        def collect_job(self, name, timeout_s):
+            collected.append((name, timeout_s))
+            return own
+
+    p = Jobs(_trial("dpdk_mac"), VLAB)
+    p.state["jobs"] = {_kind_forward.PROCESS_JOB: {"limit_s": 321}}
+    measured = _kind_forward.collect_process(p, "testpmd")
+    assert collected == [(_kind_forward.PROCESS_JOB, 321)]
+    # the rest of the measure's result is the process's (the record's version, command; its CPU window)
+    assert measured["version"] == "23.11" and measured["cpu_window"] == own["cpu_window"]
+    assert measured["measurement"]["pps"] == 100.0 and measured["measurement"]["details"] == {
+        "forwarding": {"dut_rx_pps": 101.0},
+        "dut_process": {"name": "testpmd", "pps": 99.0, "source": "testpmd", "window": {"end": 3.0}},
+    }
 
 
 # -- dpdk -------------------------------------------------------------------------------------------------------
