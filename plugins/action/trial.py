@@ -15,7 +15,7 @@ PHASES = {
     "setup": "setup",
     "start": "start",
     "measure": "measure",
-    "cpu": "window_end",
+    "collect": "collect",
     "far": "far",
     "stop": "stop",
     "record": "record",

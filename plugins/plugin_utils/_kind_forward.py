@@ -16,7 +16,7 @@ T-Rex counts its own RX, rx_ports) is the generator host's: set up in the phase 
 counted in the phase ``far`` and taken down in ``stop`` and ``cleanup``, each run on the generator host. The measure
 counts both sides over one window: the phase ``measure`` starts the DUT's port counters in the background with a
 shared start on CLOCK_REALTIME (the window's lead ahead), ``far`` counts the far side in the foreground over the same
-schedule, and ``cpu`` collects the DUT's job and composes the measurement with its forwarding section (filter
+schedule, and ``collect`` collects the DUT's job and composes the measurement with its forwarding section (filter
 forwarding_section). (Bracketing the far side's count by two DUT reads instead put both tasks' start-up into the
 DUT's window, seconds in which the generator, sharing its CPU with Ansible, sent at another rate: the loss split then
 missed up to 11 % of what was offered.) The record's forwarding section travels in measurement.details.forwarding
@@ -40,9 +40,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.filter.forwarding import forwarding_section
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 
-# the background job of the DUT's port counters (Phases.start_job), collected in the phase cpu
+# the background job of the DUT's port counters (Phases.start_job), collected in the phase collect
 DUT_JOB = "forward_dut_counters"
-# how long the phase cpu waits for it after the far side's count has ended
+# how long the phase collect waits for it after the far side's count has ended
 DUT_JOB_WAIT_S = 60
 
 
@@ -316,7 +316,7 @@ class ForwardProvider:
 # -- a forwarding process (the forwarding entries of the kinds dpdk and af_xdp: testpmd, xdplab-xsk-bench) -------------
 # Its module runs for the window in the background (the trial's job PROCESS_JOB, started by the measure: in the
 # latency experiment testpmd's by the setup, before the generator) while the far side and the DUT's ports count as
-# the forward kind's do (ForwardProvider.measure, the phase far); the phase cpu collects the counters, then the
+# the forward kind's do (ForwardProvider.measure, the phase far); the phase collect collects the counters, then the
 # process's own result: the record's measurement is the far side's, the process's own rate beside it
 # (details.dut_process), the rest of the measure's result the process's (its version, command, CPU window).
 

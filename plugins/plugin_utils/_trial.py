@@ -21,11 +21,12 @@ the object with its own part added:
     jobs        modules running in the background ({name: job}, Phases.start_job): started by one phase, collected by
                 a later one (another worker process), ended on every exit path (cleanup and teardown: each its host's)
     far         a forwarding system's far side: its window (``window``, set by the measure: trial.yml then runs the
-                phase ``far`` on the generator host) and the far side's count (``counted``, until ``cpu`` reads it)
+                phase ``far`` on the generator host) and the far side's count (``counted``, until ``collect`` reads it)
 
-A phase delegated to the generator host while the DUT's state goes on (``far``) registers its result apart
-(``__experiment_far``, so that its task, skipped for the other systems, does not replace ``__experiment_state``); the
-next phase takes it for the state when it is that window's (SIDE_RESULTS).
+The phases that only a forwarding system's trial runs, ``far`` (delegated to the generator host while the DUT counts)
+and ``collect`` (the DUT's background jobs of that window), register their results apart (``__experiment_far``,
+``__experiment_collected``), so that their tasks, skipped for the other systems, do not replace
+``__experiment_state``; the next phase takes them for the state when they are that window's (SIDE_RESULTS).
 
 Every kind of system is a *provider* here (PROVIDERS: its setup, measure and teardown in Python; forward in
 _kind_forward.py, dpdk and af_xdp in _kind_dpdk.py and _kind_af_xdp.py). A provider may have the far side's phases
@@ -57,11 +58,11 @@ from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller impo
 
 # the keys of the state object a phase passes on (the rest of a registered result is Ansible's)
 STATE_KEYS = (
-    "trial", "program", "traffic", "started", "cpu_before", "measured", "cpu", "generator", "line", "jobs", "far",
+    "trial", "program", "traffic", "started", "cpu_before", "measured", "cpu", "generator", "line", "jobs", "far", "collected",
 )  # fmt: skip
 # results of phases registered apart from __experiment_state (a task that is skipped for some trials); the next phase
 # takes one for the state when it carries the same far-side window as the state (the trial's, not an earlier one's)
-SIDE_RESULTS = ("__experiment_far",)
+SIDE_RESULTS = ("__experiment_far", "__experiment_collected")
 # the keys of async_status's result that are its own, not the module's
 _ASYNC_KEYS = ("ansible_job_id", "started", "finished", "results_file", "erased", "stdout", "stdout_lines", "stderr",
                "stderr_lines")  # fmt: skip
@@ -82,11 +83,14 @@ class Phases:
         self.action = action
         self.task_vars = task_vars
         previous = task_vars.get("__experiment_state")
-        for name in SIDE_RESULTS:
-            side = task_vars.get(name)
-            window = ((previous or {}).get("far") or {}).get("window") if isinstance(previous, dict) else None
-            if isinstance(side, dict) and window and ((side.get("far") or {}).get("window")) == window:
-                previous = side
+        window = ((previous or {}).get("far") or {}).get("window") if isinstance(previous, dict) else None
+        if window:
+            # the far side's count, then the collect of that window (each registered apart: SIDE_RESULTS)
+            far, collected = (task_vars.get(name) for name in SIDE_RESULTS)
+            if isinstance(far, dict) and (far.get("far") or {}).get("window") == window:
+                previous = far
+            if isinstance(collected, dict) and collected.get("collected") == window:
+                previous = collected
         self.state = {k: copy.deepcopy(previous[k]) for k in STATE_KEYS if isinstance(previous, dict) and k in previous}
         self.changed = False
         # the modules this phase ran in a process of their own, and in a fork of the worker (the result's `modules`
@@ -411,9 +415,9 @@ class Phases:
         self.state["started"] = {"started_epoch": started.get("started_epoch")}
 
     def measure(self):
-        """A window the measure does not bracket starts with a CPU snapshot; then the provider's measure, and for
-        such a window its end: the CPU reading while the generator still sends (the kinds with task files: the
-        phase ``cpu`` after their measure)."""
+        """A window the measure does not bracket starts with a CPU snapshot; then the provider's measure and the CPU
+        usage over the window (for a window the measure does not bracket: the reading while the generator still
+        sends)."""
         trial = self.trial
         if not trial["cpu_windowed"]:
             self.state["cpu_before"] = self.module(
@@ -430,7 +434,7 @@ class Phases:
         if provider:
             self.state["measured"] = provider.measure(self)
             # a measure that counts on in the background (the forwarding kind's, with the far side's phase far) has
-            # its result and CPU usage in the phase cpu, once collected
+            # its result and CPU usage in the phase collect
             if not self.state.get("far"):
                 self.cpu()
 
@@ -471,11 +475,14 @@ class Phases:
         far.window): the far side's count over that window, while the DUT's counters run in the background."""
         self.state["far"]["counted"] = self.provider().far_count(self)
 
-    def window_end(self):
-        """Phase ``cpu``: a provider's measure that ran in the background (its jobs on this host; a forwarding system's
-        DUT counters and process) is collected now, and its CPU usage worked out (the other measures' phase has read
-        it already: a no-op for them)."""
+    def collect(self):
+        """Phase ``collect`` (trial.yml runs it for a measure with a far-side window): the provider's measure that ran
+        in the background (its jobs on this host; a forwarding system's DUT counters and process) is collected now,
+        and its CPU usage worked out (the other measures' phase has read it already)."""
         provider = self.provider()
+        window = (self.state.get("far") or {}).get("window")
+        # which window this result collected: the next phase takes it for the state (SIDE_RESULTS), also when it failed
+        self.state["collected"] = window
         if provider and hasattr(provider, "collect") and self.state.get("far"):
             self.state["measured"] = provider.collect(self)
             self.state.pop("far", None)

@@ -146,6 +146,15 @@ def test_the_far_phases_result_is_the_state_only_for_its_window():
         kept = _trial.Phases(action, {"__experiment_state": state, "__experiment_far": side})
         assert "counted" not in kept.state["far"]
 
+    # the collect of that window comes after the far side's count: the stop phase takes it; a skipped collect, or one
+    # of another window, leaves the far side's result
+    collected = {"trial": {"id": "t1"}, "collected": window, "measured": {"measurement": {"pps": 5.0}}}
+    taken = _trial.Phases(action, {"__experiment_state": state, "__experiment_far": far, "__experiment_collected": collected})
+    assert taken.state["measured"] == {"measurement": {"pps": 5.0}} and taken.state["collected"] == window
+    for side in (skipped, dict(collected, collected={"start_at": 1.0})):
+        kept = _trial.Phases(action, {"__experiment_state": state, "__experiment_far": far, "__experiment_collected": side})
+        assert "measured" not in kept.state and kept.state["far"]["counted"] == {"measurement": {}}
+
 
 # -- the forward kind's provider --------------------------------------------------------------------------------
 class RecordingPhases(_trial.Phases):
