@@ -117,15 +117,6 @@ VM_LAB_PLAY = $(ANSIBLE_PLAYBOOK) -i inventories/vm
 # the experiments import testbed_up.yml, which the step before them ran: its tuning, bpf/ and the controller's packages
 # are skipped there (a converged pass over SSH to a TCG guest still takes minutes)
 VM_LAB_SKIP := tuning,bpf_programs,controller
-# Two things the forward kind does not do yet (docs/VM_LAB.md), done here before paper_forward; the lab goes after it:
-# - virtio_net sends redirected frames (ndo_xdp_xmit) only out of a port with an XDP program of its own (-ENXIO
-#   otherwise), as several hardware drivers did: XDP_REDIRECT needs one on the DUT's egress port (a pass program,
-#   counted by the driver: count_mode 1);
-# - qemu's virtio-net drops frames whose destination MAC is not the NIC's unless the guest made it promiscuous:
-#   XDP_REDIRECT swaps the MACs, so its frames come to the generator's receive port addressed to its send port.
-VM_LAB_REDIRECT_TARGET := {"interface": "{{ xdplab_dut_egress_interface }}", "state": "present", "mode": "native", \
-  "object": "/usr/local/lib/xdplab/lib/bpf/xdp_bench.bpf.o", "program": "xdp_bench_pass", \
-  "variables": {"count_mode": 1, "touch_mode": 0}}
 vm-lab: $(VENV)/.run-deps
 	@set -o pipefail; out=$(VM_LAB_RESULTS)/$$(date -u +%Y%m%dT%H%MZ); mkdir -p $$out; \
 	echo "make vm-lab: two qemu VMs (tg, dut) over SSH; a small matrix (1 core, 64 B, 1 repetition, 3 samples);"; \
@@ -142,9 +133,6 @@ vm-lab: $(VENV)/.run-deps
 	step testbed_up $(VM_LAB_PLAY) playbooks/testbed_up.yml $(ARGS) && \
 	step paper_drop env XDPLAB_RESULTS_DIR=$$out $(VM_LAB_PLAY) playbooks/paper_drop.yml -e '$(VM_LAB_MATRIX)' \
 	  --skip-tags $(VM_LAB_SKIP) $(ARGS) && \
-	step redirect_target $(VENV)/bin/ansible -i inventories/vm duts -b -m xdplab.testbed.xdp_program -a '$(VM_LAB_REDIRECT_TARGET)' && \
-	step promiscuous_rx $(VENV)/bin/ansible -i inventories/vm generators -b -m ansible.builtin.command \
-	  -a 'ip link set {{ xdplab_generator_rx_interface }} promisc on' && \
 	step paper_forward env XDPLAB_RESULTS_DIR=$$out $(VM_LAB_PLAY) playbooks/paper_forward.yml -e '$(VM_LAB_MATRIX)' \
 	  --skip-tags $(VM_LAB_SKIP) $(ARGS) && \
 	for f in $$out/paper_drop/dut/report.md $$out/paper_forward/dut/report.md; do echo; cat $$f; echo "($$f)"; done

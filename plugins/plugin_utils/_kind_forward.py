@@ -124,6 +124,19 @@ def _far_counter_attached(phases, v):
     return v["gen"]["backend"] != "trex" and not phases.flag("experiment_latency")
 
 
+def _egress_program(phases, egress):
+    """xdp_program's arguments for the pass program on the egress port of a redirecting system."""
+    return {
+        "interface": egress,
+        "state": "present",
+        "object": f"{phases.var('xdplab_bpf_prefix')}/lib/bpf/xdp_bench.bpf.o",
+        "program": "xdp_bench_pass",
+        "mode": phases.var("xdplab_xdp_mode", "native"),
+        "variables": {"touch_mode": phases.var("__experiment_touch_modes")["no_touch"],
+                      "count_mode": phases.var("__experiment_count_modes")["driver"]},
+    }  # fmt: skip
+
+
 def _xdp_of(plan):
     """forward_plan's XDP program: {object, program, variables, map_entries}."""
     return plan["xdp"]
@@ -180,6 +193,11 @@ class ForwardProvider:
                 "map_entries": xdp["map_entries"],
             },
         )
+        if _systems.FORWARD_MODES[plan["mode"]].get("devmap") and egress:
+            # a driver sends redirected frames (ndo_xdp_xmit) only out of a port with an XDP program of its own
+            # (virtio_net: -ENXIO otherwise; older i40e/ixgbe allocate their XDP TX rings with it): a pass program
+            # counted by the driver, as the kernel's samples/bpf/xdp_redirect_map attaches
+            phases.module("xdplab.testbed.xdp_program", _egress_program(phases, egress))
         keys = list(phases.var("__experiment_xdp_program_keys", [])) + ["map_entries"]
         return {k: val for k, val in attached.items() if k in keys}
 
@@ -199,6 +217,9 @@ class ForwardProvider:
                     "mode": "native",
                 },
             )
+            # a NIC drops frames to another MAC unless promiscuous (qemu's virtio-net does; XDP_REDIRECT's swapped MACs
+            # address the generator's send port), so the far side counts what reaches its port, whatever the MAC
+            phases.shell(f"ip link set {shlex.quote(v['rx_port'])} promisc on", "the far side's port promiscuous")
 
     @staticmethod
     def far_teardown(phases):
@@ -207,6 +228,7 @@ class ForwardProvider:
         v = _values(phases)
         if _far_counter_attached(phases, v):
             phases.module("xdplab.testbed.xdp_program", {"interface": v["rx_port"], "state": "absent", "mode": "native"})
+            phases.shell(f"ip link set {shlex.quote(v['rx_port'])} promisc off", "the far side's port back")
 
     @staticmethod
     def measure(phases, scheduled=None):
@@ -308,6 +330,11 @@ class ForwardProvider:
             "xdplab.testbed.xdp_program",
             {"interface": phases.var("xdplab_dut_interface"), "state": "absent", "mode": phases.var("xdplab_xdp_mode", "native")},
         )
+        if _systems.FORWARD_MODES.get(v["fwd"].get("forward"), {}).get("devmap") and v["egress"]:
+            phases.module(
+                "xdplab.testbed.xdp_program",
+                {"interface": v["egress"], "state": "absent", "mode": phases.var("xdplab_xdp_mode", "native")},
+            )
         if _router(v["fwd"]):
             phases.shell(_router_commands(phases, v, up=False), "the stack back as found (no ip_forward, no route, the "
                          "ingress address back)")  # fmt: skip

@@ -168,6 +168,10 @@ class RecordingPhases(_trial.Phases):
         self.ran.append((name, {k: v for k, v in args.items() if v is not None}))
         return {"changed": True, "name": args.get("program"), "id": 7, "map_entries": args.get("map_entries"), "x": 1}
 
+    def shell(self, script, what):
+        self.ran.append(("shell", {"script": script}))
+        return {"rc": 0}
+
 
 TREX_PORTS = ["0000:03:00.0", "0000:03:00.1"]
 
@@ -195,7 +199,7 @@ def forward_vars(backend, system, rx_interface):
             "trial": {"id": "t1", "name": system, "point": {"system": system}, "kind": "forward", "cpus": [1]},
             "far": {"window": {"start_at": 1764633600.0}},
         },
-        "__experiment_touch_modes": {"swapmac": 3},
+        "__experiment_touch_modes": {"no_touch": 0, "swapmac": 3},
         "__experiment_count_modes": {"driver": 2},
         "__experiment_xdp_program_keys": ["id", "name"],
         "xdplab_dut_interface": "veth-dut0",
@@ -232,14 +236,22 @@ def test_the_forward_setup_asks_trex_for_the_receive_port_and_attaches_no_counte
         assert program["id"] == 7 and "x" not in program
         _kind_forward.ForwardProvider.far_setup(p)
         _kind_forward.ForwardProvider.far_teardown(p)
-        assert [args["interface"] for _name, args in p.ran] == ["veth-dut0"], p.ran
+        # XDP_REDIRECT: a pass program on the egress port too (a driver's ndo_xdp_xmit wants one)
+        want_ports = ["veth-dut0", "veth-dut1"] if system == "xdp_redirect" else ["veth-dut0"]
+        assert [args["interface"] for _name, args in p.ran] == want_ports, p.ran
     vlab = RecordingPhases(forward_vars("xdp_live", "xdp_redirect", "veth-tg1"))
     program = _kind_forward.ForwardProvider.setup(vlab)
     assert "traffic" not in vlab.state and program["map_entries"] == {"tx_ports": {"0": "veth-dut1"}}
+    egress_args = vlab.ran[1][1]
+    assert egress_args["program"] == "xdp_bench_pass" and egress_args["variables"] == {"touch_mode": 0, "count_mode": 2}
     _kind_forward.ForwardProvider.far_setup(vlab)
     _kind_forward.ForwardProvider.far_teardown(vlab)
-    far = [(args["interface"], args["state"]) for _name, args in vlab.ran[1:]]
-    assert far == [("veth-tg1", "present"), ("veth-tg1", "absent")]
+    far = [(args.get("interface"), args.get("state"), args.get("script")) for _name, args in vlab.ran[2:]]
+    assert far == [("veth-tg1", "present", None), (None, None, "ip link set veth-tg1 promisc on"),
+                   ("veth-tg1", "absent", None), (None, None, "ip link set veth-tg1 promisc off")]  # fmt: skip
+    vlab.ran.clear()
+    _kind_forward.ForwardProvider.teardown(vlab)
+    assert [(args["interface"], args["state"]) for _name, args in vlab.ran] == [("veth-dut0", "absent"), ("veth-dut1", "absent")]
 
 
 def test_a_redirect_without_an_egress_port_is_refused_before_any_change():
