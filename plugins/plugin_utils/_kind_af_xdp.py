@@ -77,8 +77,10 @@ def bench_args(trial, run, settings):
     }
 
 
-class AfXdpProvider:
-    """Kind ``af_xdp``, its drop entries (the module's docstring)."""
+class AfXdpProvider(_kind_forward.ForwardingProcess):
+    """Kind ``af_xdp`` (the module's docstring)."""
+
+    PROCESS = XSK_BENCH
 
     @staticmethod
     def setup(phases):
@@ -142,27 +144,6 @@ class AfXdpProvider:
             settings["samples"] = int(settings["samples"]) + _kind_forward.margin_samples(phases)
             return _kind_forward.measure_process(phases, XSK_BENCH, bench_args(trial, _run(phases), settings))
         return phases.module("xdplab.testbed.xsk_bench", bench_args(trial, _run(phases), settings))
-
-    @staticmethod
-    def far_setup(phases):
-        """Phase start (generator host): a forwarding entry's far side."""
-        if _kind_forward.forward_entry(phases):
-            _kind_forward.ForwardProvider.far_setup(phases)
-
-    @staticmethod
-    def far_teardown(phases):
-        """Phases stop and cleanup (generator host): no far-side counter of a forwarding entry left."""
-        if _kind_forward.forward_entry(phases):
-            _kind_forward.ForwardProvider.far_teardown(phases)
-
-    @staticmethod
-    def far_count(phases):
-        return _kind_forward.ForwardProvider.far_count(phases)
-
-    @staticmethod
-    def collect(phases):
-        """Phase cpu: a forwarding entry's counters and the bench's own result."""
-        return _kind_forward.collect_process(phases, XSK_BENCH["name"])
 
     @staticmethod
     def teardown(phases):

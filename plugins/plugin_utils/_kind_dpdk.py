@@ -153,7 +153,7 @@ def drift_message(host, drift):
     )
 
 
-class DpdkProvider:
+class DpdkProvider(_kind_forward.ForwardingProcess):
     """Kind ``dpdk``, its drop entries (the module's docstring)."""
 
     @staticmethod
@@ -214,27 +214,6 @@ class DpdkProvider:
         return program
 
     @staticmethod
-    def far_setup(phases):
-        """Phase start (generator host): a forwarding entry's far side."""
-        if _kind_forward.forward_entry(phases):
-            _kind_forward.ForwardProvider.far_setup(phases)
-
-    @staticmethod
-    def far_teardown(phases):
-        """Phases stop and cleanup (generator host): no far-side counter of a forwarding entry left."""
-        if _kind_forward.forward_entry(phases):
-            _kind_forward.ForwardProvider.far_teardown(phases)
-
-    @staticmethod
-    def far_count(phases):
-        return _kind_forward.ForwardProvider.far_count(phases)
-
-    @staticmethod
-    def collect(phases):
-        """Phase cpu: a forwarding entry's counters and testpmd's own result."""
-        return _kind_forward.collect_process(phases, TESTPMD["name"])
-
-    @staticmethod
     def measure(phases):
         changed = phases.changed
         if "forward" in phases.trial["system"]:
@@ -284,6 +263,7 @@ TESTPMD = {
     "started_path": "/run/xdplab/testpmd/trial.log",
     "started_regex": "packet forwarding - ports=",
 }
+DpdkProvider.PROCESS = TESTPMD
 
 
 def _testpmd_args(phases):

@@ -463,6 +463,35 @@ def collect_process(phases, name):
     return dict(own, measurement=measurement)
 
 
+class ForwardingProcess:
+    """What a kind whose forwarding entries are a process (dpdk: testpmd, af_xdp: xdplab-xsk-bench) shares with the
+    forward kind: the far side of a forwarding entry on the generator host, and the collect of the process's own
+    result. A subclass names its process's spec (``PROCESS``: TESTPMD, XSK_BENCH)."""
+
+    PROCESS = None
+
+    @staticmethod
+    def far_setup(phases):
+        """Phase start (generator host): a forwarding entry's far side."""
+        if forward_entry(phases):
+            ForwardProvider.far_setup(phases)
+
+    @staticmethod
+    def far_teardown(phases):
+        """Phases stop and cleanup (generator host): no far-side counter of a forwarding entry left."""
+        if forward_entry(phases):
+            ForwardProvider.far_teardown(phases)
+
+    @staticmethod
+    def far_count(phases):
+        return ForwardProvider.far_count(phases)
+
+    @classmethod
+    def collect(cls, phases):
+        """Phase collect: a forwarding entry's counters and the process's own result."""
+        return collect_process(phases, cls.PROCESS["name"])
+
+
 def forward_entry(phases):
     """The planned trial's system entry when it forwards (a ``forward`` key), else None (known also when the trial
     failed before its values)."""
