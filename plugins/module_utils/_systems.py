@@ -493,7 +493,7 @@ FORWARD_MODES = {
     "xdp_redirect_cpu": {"object": "xdp_redirect_cpu", "program": "xdp_redirect_cpu", "devmap": True, "cpumap": True},
     "linux": {"router": True},
     # forwarding processes of their own kinds (testpmd `mac`/`macswap`, xdplab-xsk-bench l2fwd): the forward kind's
-    # task files give them the far side and the window (tasks/systems/forward/process.yml), not a program
+    # code gives them the far side and the window (plugin_utils/_kind_forward.py ForwardingProcess), not a program
     "dpdk": {"process": True},
     "af_xdp": {"process": True},
 }

@@ -3,7 +3,7 @@
 trial each (1 repetition, 2 samples of 1 s, the window's lead 5 s instead of the role's 10) of every system of the
 experiment: XDP_TX (back out of the ingress port), XDP_REDIRECT and Linux forwarding to the egress port, DPDK
 testpmd `mac` across the two ports (net_af_xdp on both veths) and AF_XDP l2fwd (back out of its queue), the last two
-in the background while the far side counts (forward/process.yml), counted where the frames come back. Each record
+in the background while the far side counts (plugin_utils/_kind_forward.py), counted where the frames come back. Each record
 says it counted at generator_rx, carries the forwarding section, the far-side count agrees within 1 % with the
 receiving veth's own rx_packets over the same window, and the loss split adds up to what the generator's sending port
 put out (XDP_TX's frames counted once: summed twice they were 195 % of it). Programs, packages
@@ -96,8 +96,8 @@ def test_paper_forward_every_system_counted_where_frames_return(lab_playbook):
     assert "--eth-peer=1,02:58:44:50:00:03" in command and len([a for a in command if a.startswith("net_af_xdp")]) == 2
     assert dpdk["result"]["details"]["dut_process"]["name"] == "testpmd"
     assert dpdk["result"]["details"]["dut_process"]["pps"] > 0
-    # its own window ended after the far side's (process.yml waits for it), at its first sample past the far side's
-    # end + 2 s (forward/measure.yml writes its window_end_file), not after the 6 s + lead margin it may run
+    # its own window ended after the far side's (the phase collect waits for it), at its first sample past the far
+    # side's end + 2 s (the measure writes its window_end_file), not after the 6 s + lead margin it may run
     far_end, own_end = dpdk["result"]["window"]["end"], dpdk["result"]["details"]["dut_process"]["window"]["end"]
     assert far_end <= own_end < far_end + 2 + TINY["experiment_interval"] + 1.5, dpdk["result"]
     # every exit path: no testpmd left, no XDP program on the DUT's ports or the generator's, no namespace
