@@ -1,9 +1,10 @@
 # Copyright: xdplab.testbed developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What the providers of the userspace kinds (_kind_dpdk.py, _kind_af_xdp.py) share: a failed input check as the
-phase's failure, the NIC's NAPI threads on the lab's NIC CPUs (issue 28, was tasks/systems/nic_cpus.yml) and a file
-copied from the controller to the task's host (the copy action, as ansible.builtin.copy does it)."""
+"""What the providers in files of their own share: a failed input check as the phase's failure (_kind_dpdk.py,
+_kind_af_xdp.py, _kind_forward.py); and for the userspace kinds (_kind_dpdk.py, _kind_af_xdp.py) the NIC's NAPI threads
+on the lab's NIC CPUs (issue 28, was tasks/systems/nic_cpus.yml) and a file copied from the controller to the task's
+host (the copy action, as ansible.builtin.copy does it)."""
 
 from __future__ import annotations
 

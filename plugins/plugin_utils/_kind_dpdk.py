@@ -192,7 +192,7 @@ class DpdkProvider(_kind_forward.ForwardingProcess):
             "max_simd_bitwidth": bitwidths[system["simd"]],
             "devargs": _devargs(phases, system),
             "main_lcore": phases.var("xdplab_dpdk_main_lcore"),
-            "no_huge": _bool(phases.var("xdplab_dpdk_no_huge")),
+            "no_huge": phases.flag("xdplab_dpdk_no_huge"),
             "dpdk_build": phases.var("dpdk_provenance", {}),
             # the PCI address(es) it took, with the userspace driver and the kernel driver they go back to (a port
             # bound per trial; null when the role bound them at setup, or for a vdev)
@@ -287,7 +287,7 @@ def _testpmd_args(phases):
         "txq": trial["cores"],
         "rss": "udp",
         "max_simd_bitwidth": phases.var("xdplab_dpdk_max_simd_bitwidth", {})[system["simd"]],
-        "no_huge": _bool(phases.var("xdplab_dpdk_no_huge")),
+        "no_huge": phases.flag("xdplab_dpdk_no_huge"),
         # testpmd's default pool is sized for 32 ports (about 380 MB of 2M pages): a small DUT (the VM lab) names less
         "mbufs": mbufs if int(mbufs or 0) > 0 else None,
         "extra_args": testpmd_extra_args(system, gen.get("mac"), phases.host_var(gen["host"], "xdplab_generator_rx_mac", "")),
@@ -296,10 +296,6 @@ def _testpmd_args(phases):
         "samples": _kind_forward.process_samples(phases) if forwarding else phases.var("experiment_samples"),
         "window_end_file": _kind_forward.WINDOW_END_FILE if forwarding else None,
     }
-
-
-def _bool(value):
-    return boolean(value, strict=False)
 
 
 def _role_var(phases, name):
@@ -379,9 +375,9 @@ def _nic(phases):
     verified = [
         phases.module("xdplab.testbed.nic_settings", nic_settings_args(port, port_base, unsupported, True)) for port in ports
     ]
-    if _bool(_role_var(phases, "nic_verify_only")):
+    if boolean(_role_var(phases, "nic_verify_only"), strict=False):
         drift = [d for result in verified for d in result.get("drift") or []]
-        if drift and _bool(_role_var(phases, "nic_verify_fail")):
+        if drift and boolean(_role_var(phases, "nic_verify_fail"), strict=False):
             raise failure(drift_message(phases.task_vars.get("inventory_hostname"), drift))
         return
     for port in ports:

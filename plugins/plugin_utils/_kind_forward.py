@@ -39,18 +39,12 @@ import time
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.filter.forwarding import forwarding_section
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
+from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_common import failure
 
 # the background job of the DUT's port counters (Phases.start_job), collected in the phase collect
 DUT_JOB = "forward_dut_counters"
 # how long the phase collect waits for it after the far side's count has ended
 DUT_JOB_WAIT_S = 60
-
-
-def _failure(msg):
-    # PhaseFailure is _trial's; imported late (it imports this module)
-    from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PhaseFailure
-
-    return PhaseFailure({"failed": True, "msg": msg})
 
 
 def _values(phases):
@@ -152,7 +146,7 @@ class ForwardProvider:
         fwd, egress, dut_if = v["fwd"], v["egress"], phases.var("xdplab_dut_interface")
         # the forwarding input, before any change on the DUT
         if fwd["return_port"] != "ingress" and (not egress or egress == dut_if):
-            raise _failure(
+            raise failure(
                 f"system {trial['name']} (forward {fwd.get('forward')}) sends out of a second port: "
                 f"xdplab_dut_egress_interface must name a port of {phases.task_vars['inventory_hostname']} other than its "
                 f"ingress port {dut_if} (got '{egress}'); set it in the inventory (host_vars)"
@@ -166,7 +160,7 @@ class ForwardProvider:
                 phases.var("__experiment_count_modes"),
             )
         except _systems.SystemsError as exc:
-            raise _failure(str(exc)) from exc
+            raise failure(str(exc)) from exc
         ring_size = trial["point"].get("ring_size")
         if ring_size is not None:
             # the ring_size axis: RX/TX descriptors on the DUT's ports
@@ -300,23 +294,23 @@ class ForwardProvider:
             dut = phases.collect_job(DUT_JOB, DUT_JOB_WAIT_S)
         except PhaseFailure as exc:
             msg = exc.result.get("msg", "no message")
-            raise _failure(
+            raise failure(
                 f"the DUT's port counters (rx_counters on {phases.task_vars['inventory_hostname']}, in the background) "
                 f"failed: {msg}"
             ) from exc
         if not isinstance(far, dict):
-            raise _failure("the far side's count (the phase far, on the generator host) is not in the trial's state: "
-                           "trial.yml runs it after the measure when the state has far.window")  # fmt: skip
+            raise failure("the far side's count (the phase far, on the generator host) is not in the trial's state: "
+                          "trial.yml runs it after the measure when the state has far.window")  # fmt: skip
         if not isinstance(dut.get("measurement"), dict):
-            raise _failure(f"the DUT's port counters (rx_counters on {phases.task_vars['inventory_hostname']}, in the "
-                           "background) returned no measurement")  # fmt: skip
+            raise failure(f"the DUT's port counters (rx_counters on {phases.task_vars['inventory_hostname']}, in the "
+                          "background) returned no measurement")  # fmt: skip
         v = _values(phases)
         try:
             section = forwarding_section(
                 far, dut, phases.var("xdplab_dut_interface"), v["gen"]["interface"], v["fwd"]["return_port"]
             )
         except AnsibleFilterError as exc:
-            raise _failure(str(exc)) from exc
+            raise failure(str(exc)) from exc
         measurement = dict(far["measurement"])
         measurement["details"] = dict(measurement["details"], forwarding=section)
         # the DUT's CPU snapshots at its window's edges
@@ -404,7 +398,7 @@ def start_process(phases, spec, args):
         time.sleep(0.5)
         said = phases.job_result(PROCESS_JOB)
     msg = (said or {}).get("msg") or f"it still ran; see {spec['started_path']}"
-    raise _failure(
+    raise failure(
         f"{spec['name']} did not start forwarding within {START_TIMEOUT_S} s (no '{spec['started_regex']}' in "
         f"{spec['started_path']}): {msg}"
     )

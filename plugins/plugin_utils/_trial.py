@@ -265,7 +265,7 @@ class Phases:
 
     def in_worker(self):
         """Whether this phase's modules run in a fork of the worker (the host is this machine, no become)."""
-        return _bool(self.var("xdplab_modules_in_worker", True)) and self.on_this_machine()
+        return self.flag("xdplab_modules_in_worker", True) and self.on_this_machine()
 
     def on_this_machine(self):
         """Whether the task's host is this machine, reached without become (its /proc is the worker's own)."""
@@ -369,7 +369,7 @@ class Phases:
             "samples": self.var("experiment_samples"),
             "generator_slack": self.var("experiment_generator_slack"),
             "window_lead": self.var("experiment_window_lead"),
-            "cpu_bpf_stats": _bool(self.var("experiment_cpu_bpf_stats", True)),
+            "cpu_bpf_stats": self.flag("experiment_cpu_bpf_stats", True),
             "now": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         try:
@@ -509,7 +509,7 @@ class Phases:
             )
         finally:
             self._far_teardown()
-        if not _bool(self.var("experiment_latency", False)):
+        if not self.flag("experiment_latency"):
             self.record()
 
     def record(self):
@@ -541,7 +541,7 @@ class Phases:
         if "tcp" in summary:
             # the TCP experiment's section: the client's goodput and retransmits, the DUT port's driver counters
             args["tcp"] = dict(summary["tcp"], driver_rates=measured.get("rates") or {})
-        if _bool(self.var("experiment_latency", False)):
+        if self.flag("experiment_latency"):
             args["latency"] = (self.var("__experiment_latency", {}) or {}).get("latency")
         recorded = self.in_process(trial_record.TrialRecorder, trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF)
         self.changed = self.changed or bool(recorded.get("changed"))
@@ -611,14 +611,11 @@ class Phases:
 
     def teardown(self):
         """The provider's teardown (every exit path; also after a setup that failed before the trial's values)."""
-        planned = self.var("__experiment_planned")
-        systems = self.var("__experiment_systems", {})
-        system = systems.get(planned["point"]["system"])
-        provider = provider_of(system)
+        provider = self._planned_provider()
         try:
             self.end_jobs()
         finally:
-            if system and provider:
+            if provider:
                 provider.teardown(self)
 
 

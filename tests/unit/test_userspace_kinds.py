@@ -10,6 +10,7 @@ import os
 
 import pytest
 import yaml
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 from ansible_collections.xdplab.testbed.plugins.plugin_utils import _kind_af_xdp, _kind_dpdk
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PROVIDERS, PhaseFailure, provider_of
@@ -58,7 +59,8 @@ class FakePhases:
         return self.variables.get(f"{host}.{name}", default)
 
     def flag(self, name, default=False):
-        return bool(self.var(name, default))
+        # as Phases.flag: Ansible's own boolean (the inventory's "false" is False)
+        return boolean(self.var(name, default), strict=False)
 
     def module(self, name, args):
         args = {k: v for k, v in args.items() if v is not None}
