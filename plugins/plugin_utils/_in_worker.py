@@ -35,6 +35,8 @@ import sys
 import time
 import traceback
 
+from ansible_collections.xdplab.testbed.plugins.module_utils._process import proc_start_time
+
 NETNS_RUN_DIR = "/run/netns"
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWNET = 0x40000000
@@ -181,7 +183,7 @@ def _run_detached(module_name, args, result_path, netns, write_fd):
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        os.write(write_fd, f"{os.getpid()} {process_starttime(os.getpid())}".encode())
+        os.write(write_fd, f"{os.getpid()} {proc_start_time(os.getpid())}".encode())
         # the worker's other descriptors (the controller's pipes) are not kept open by the job
         os.closerange(3, write_fd)
         os.closerange(write_fd + 1, os.sysconf("SC_OPEN_MAX"))
@@ -199,20 +201,9 @@ def _run_detached(module_name, args, result_path, netns, write_fd):
         os._exit(0)
 
 
-def process_starttime(pid):
-    """A process's start time (clock ticks since boot, /proc/PID/stat field 22); None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    # the fields after the command's name (which may hold spaces and parentheses)
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
 def job_running(job):
-    """Whether a job of start_module still runs (the same process: its pid with its start time)."""
-    return process_starttime(job["pid"]) == job["starttime"]
+    """Whether a job of start_module still runs (the same process: its pid with its start time; a zombie has ended)."""
+    return proc_start_time(job["pid"]) == job["starttime"]
 
 
 def job_result(job, result_path):

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _process
 from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker
 
 COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "collections")
@@ -120,7 +121,7 @@ def test_a_background_job_is_killed_with_its_module_and_leaves_no_file(netns, tm
     _wait_for(module_started)
     assert _in_worker.kill_module(job, path) is True
     assert not _in_worker.job_running(job)
-    _wait_for(lambda: all(_in_worker.process_starttime(p) is None or _pgid(p) != job["pid"] for p in members), 5)
+    _wait_for(lambda: all(_process.proc_start_time(p) is None or _pgid(p) != job["pid"] for p in members), 5)
     assert not os.path.exists(path) and not os.path.exists(path + ".tmp")
     # a second time, and for a pid that another process has now: nothing is signalled
     assert _in_worker.kill_module(job, path) is False
