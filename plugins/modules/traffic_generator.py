@@ -104,13 +104,13 @@ options:
     description:
       - "Destination addresses the frames walk round robin instead of the one O(dst_ip) (issue 27: the routing
         experiment's random destinations). Either drawn, C({count, seed, within, exclude}), or given,
-        C({list: [...]}) (then O(destinations.within) and O(destinations.exclude) still check it)."
-      - "Drawn: O(destinations.count) unique IPv4 addresses (1 to 65,536), in the order C(random.Random(seed)) picks
-        them from O(destinations.within) (IPv4 CIDRs or C(first-last) ranges; default the unicast /8s
+        C({list: [...]}) (then C(within) and C(exclude) still check it)."
+      - "Drawn: C(count) unique IPv4 addresses (1 to 65,536), in the order C(random.Random(seed)) picks
+        them from C(within) (IPv4 CIDRs or C(first-last) ranges; default the unicast /8s
         C(1.0.0.0-223.255.255.255)) less the martian space (0/8, 127/8, 169.254/16, 224/4, 240/4: the one list is
-        C(MARTIAN_NETS) in module_utils/_addresses.py) and less O(destinations.exclude) and O(exclude). The same seed
+        C(MARTIAN_NETS) in module_utils/_addresses.py) and less C(exclude) and O(exclude). The same seed
         and spec give the same list. Drawing needs the Python library netaddr on the generator host."
-      - "Bad input (a count of 0 or more than the space holds, a O(destinations.within) wholly martian, a given address
+      - "Bad input (a count of 0 or more than the space holds, a C(within) wholly martian, a given address
         that is martian, excluded or twice in the list) fails before anything starts."
       - "Backend V(xdp_live) writes the list to C(<run_dir>/<name>.destinations.txt) for C(xdplab-trafficgen --dst-list)
         (each sender thread starts at its own place in it; the IPv4 checksum is right for every address).
@@ -125,8 +125,8 @@ options:
     type: dict
   exclude:
     description:
-      - IPv4 nets (CIDRs or ranges) that neither O(destinations) nor O(sources) may hold, besides their own
-        C(exclude): the generator's and the DUT's local and connected nets, which the caller knows.
+      - "IPv4 nets (CIDRs or ranges) that neither O(destinations) nor O(sources) may hold, besides their own
+        C(exclude): the generator's and the DUT's local and connected nets, which the caller knows."
     type: list
     elements: str
     default: []
