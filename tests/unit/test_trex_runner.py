@@ -467,3 +467,23 @@ def test_backend_trex_sends_address_lists_and_records_them(install, tmp_path, mo
     assert summary["sources"]["count"] == 3 and summary["destinations"]["count"] == 50
     # the lists are run files: removed with the run
     assert not run_dir.exists()
+
+
+def test_module_trex_traffic_sends_address_lists(install, capsys, monkeypatch, tmp_path):
+    streams_log = tmp_path / "streams.json"
+    monkeypatch.setenv("FAKE_TREX_STREAMS", str(streams_log))
+    lists = {"destinations": {"count": 20, "seed": 3}, "sources": {"list": ["10.1.0.1", "10.1.0.2"]},
+             "exclude": ["198.18.0.0/15"]}  # fmt: skip
+    res = run_module(module_args(install, stream_count=2, **lists), capsys)
+    assert not res.get("failed"), res
+    assert res["destinations"]["count"] == 20 and res["destinations"]["seed"] == 3 and res["sources"]["drawn"] is False
+    dsts = next(c for c in json.loads(streams_log.read_text())[0]["vm"] if c.get("name") == "xdplab_dst")["value_list"]
+    assert dsts[:5] == res["destinations"]["first"] and len(dsts) == 20
+    # the list files lived in a directory of the run's own, gone after it
+    list_file = next(arg.split("=", 1)[1] for arg in res["command"] if arg.startswith("dst_list="))
+    assert list_file.endswith("/trex_traffic.destinations.txt") and not os.path.exists(os.path.dirname(list_file))
+    # limits are refused with the number before anything is sent
+    res = run_module(module_args(install, destinations={"count": 65536}), capsys)
+    assert res["failed"] and "destinations has 65536 addresses; T-Rex's field engine holds at most 65535" in res["msg"]
+    res = run_module(module_args(install, _ansible_check_mode=True, destinations={"count": 0}), capsys)
+    assert res["failed"] and "destinations.count must be a whole number" in res["msg"]
