@@ -77,8 +77,7 @@ class ProcessRun(Process):
     """Files and process of one generator run; `backend` names the backend that owns it.
 
     Its address lists (xdp_live: --dst-list, --src-list; trex: the tunables dst_list, src_list) are files of the run
-    too: `<name>.destinations.txt`,
-    `<name>.sources.txt`."""
+    too: `<name>.destinations.txt`, `<name>.sources.txt`."""
 
     def list_path(self, option):
         return os.path.join(self.run_dir, "%s.%s.txt" % (self.name, option))
