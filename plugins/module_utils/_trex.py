@@ -60,6 +60,25 @@ PYTHON_MAX = (((3, 8), (3, 12)), ((0, 0), (3, 11)))
 VERSION_RE = re.compile(r"^v(?P<major>[0-9]+)\.(?P<minor>[0-9]+)$")
 
 
+# -- address lists on T-Rex's field engine (issue 27) ---------------------------------------------------------------
+# A value_list flow variable holds at most 65,535 values: trex-core v3.04 src/stx/stl/trex_stl_rpc_cmds.cpp
+# check_value_list ("VM: value_list size is bigger than" UINT16_MAX; the data path keeps the list's size and index in
+# uint16_t, trex_stl_stream_vm.h StreamDPOpFlowVar*Step) and the client's STLVmFlowVar (get_max_by_size(2)).
+MAX_LIST = 65535
+# the server refuses a request longer than this, after unzipping (src/rpc-server/trex_rpc_req_resp_server.h
+# MAX_RPC_MSG_LEN: "Request is too large (N bytes). Consider splitting to smaller chunks.")
+MAX_RPC_MSG_LEN = 999999
+# the client sends the add_stream messages of add_streams() in chunks: it appends messages until their JSON passes
+# this many bytes, then sends the chunk (interactive/trex/common/trex_req_resp_client.py BatchMessage.invoke)
+RPC_CHUNK = 500000
+# a bound on one add_stream message's JSON less its packet (base64) and value lists: the JSON-RPC envelope, the
+# stream's mode, flags, flow_stats and the VM's other fields (about 700 bytes with the real client v3.04; the tests
+# check the bound against it)
+ADD_STREAM_OVERHEAD = 2048
+# traffic_generator's address-list options, as a run's params and the common summary carry them
+LIST_OPTIONS = ("destinations", "sources")
+
+
 class TrexError(Exception):
     """Bad input or an unusable T-Rex installation; the message says what to do."""
 
@@ -193,6 +212,69 @@ def tunables_args(tunables):
             continue
         args += ["--%s" % key, str(value)]
     return args
+
+
+# -- address lists on T-Rex ------------------------------------------------------------------------------------------
+def ipv4_number(address):
+    """The IPv4 address as the field engine's value_list holds it (the client's ipv4_str_to_num: big-endian uint32)."""
+    parts = [int(x) for x in str(address).split(".")]
+    if len(parts) != 4 or not all(0 <= x <= 255 for x in parts):
+        raise TrexError("%r is not an IPv4 address" % (address,))
+    return parts[0] << 24 | parts[1] << 16 | parts[2] << 8 | parts[3]
+
+
+def value_list_json_len(addresses):
+    """Bytes of the value_list the client sends for these addresses (json.dumps of the numbers, ", " between)."""
+    if not addresses:
+        return 0
+    return sum(len(str(ipv4_number(a))) for a in addresses) + 2 * (len(addresses) - 1) + 2
+
+
+def check_list_size(count, what):
+    """Raise TrexError when a list is longer than T-Rex's field engine holds (MAX_LIST)."""
+    if count > MAX_LIST:
+        raise TrexError(
+            "%s has %d addresses; T-Rex's field engine holds at most %d in a list (value_list: trex-core "
+            "trex_stl_rpc_cmds.cpp check_value_list, UINT16_MAX): lower %s.count to %d or less, or send from xdp_live "
+            "(65,536)" % (what, count, MAX_LIST, what, MAX_LIST)
+        )
+
+
+def add_stream_sizes(streams, packet_len, lists):
+    """Bound on the JSON bytes of each add_stream message: ``streams`` streams of packet_len-byte frames (with FCS),
+    each carrying every list of ``lists`` ({option: addresses})."""
+    packet_b64 = 4 * ((packet_len - 4 + 2) // 3)
+    one = ADD_STREAM_OVERHEAD + packet_b64 + sum(value_list_json_len(a) for a in lists.values())
+    return [one] * streams
+
+
+def rpc_chunks(sizes):
+    """The JSON bytes of each request the client sends for add_stream messages of these sizes (its chunking)."""
+    chunks, size, count = [], 0, 0
+    for msg in sizes:
+        size += msg
+        count += 1
+        if size > RPC_CHUNK:
+            chunks.append(size + 2 * (count - 1) + 2)
+            size, count = 0, 0
+    if count:
+        chunks.append(size + 2 * (count - 1) + 2)
+    return chunks
+
+
+def check_request_size(streams, packet_len, lists):
+    """Raise TrexError when the add_stream requests of ``streams`` streams carrying ``lists`` ({option: addresses})
+    would pass the server's MAX_RPC_MSG_LEN; the message gives the bytes and what to lower."""
+    largest = max(rpc_chunks(add_stream_sizes(streams, packet_len, lists)) or [0])
+    if largest > MAX_RPC_MSG_LEN:
+        counts = ", ".join("%s %d" % (option, len(a)) for option, a in sorted(lists.items()))
+        raise TrexError(
+            "%d T-Rex streams each carrying the address lists (%s) make an add_stream request of up to %d bytes; the "
+            "T-Rex server takes at most %d bytes a request (trex_rpc_req_resp_server.h MAX_RPC_MSG_LEN): lower the "
+            "lists' count or stream_count (every stream carries the whole lists)"
+            % (streams, counts, largest, MAX_RPC_MSG_LEN)
+        )
+    return largest
 
 
 # -- statistics ---------------------------------------------------------------------------------------
@@ -488,6 +570,8 @@ def generator_summary(final, intervals, command, params):
         "version": final.get("version", ""),
         "command": command,
         "trex": {k: (with_hdrh(final[k]) if k == "latency" else final[k]) for k in TREX_EXTRA if k in final},
+        # the address lists (issue 27), only when the run had them: how they were made, sha256, first entries
+        **{option: params[option] for option in LIST_OPTIONS if params.get(option)},
     }
 
 

@@ -114,14 +114,23 @@ options:
         that is martian, excluded or twice in the list) fails before anything starts."
       - "Backend V(xdp_live) writes the list to C(<run_dir>/<name>.destinations.txt) for C(xdplab-trafficgen --dst-list)
         (each sender thread starts at its own place in it; the IPv4 checksum is right for every address).
-        V(trex) and V(iperf3) refuse address lists."
+        V(iperf3) refuses address lists."
+      - "Backend V(trex) writes the same file and passes it to the profile (tunable C(dst_list)): every stream carries
+        the list in T-Rex's field engine, a C(value_list) flow variable (op inc: round robin from the first entry)
+        written to C(IP.dst), with the IPv4 checksum fixed per frame and the UDP checksum 0, as C(xdplab-trafficgen)
+        sends it. T-Rex's cores share the walk: core I(k) of I(n) starts at entry I(k) and steps I(n) (split_to_cores).
+        Unlike V(xdp_live), where the flows of a sender share its place in the list, each stream (flow) walks the
+        whole list. T-Rex takes at most 65,535 addresses a list and 999,999 bytes an add_stream request (every stream
+        carries the whole lists); both are refused, with the numbers, before anything starts. Verified by unit tests
+        against T-Rex's client only (no T-Rex server ran it)."
       - RV(summary.destinations) records what was sent (count, seed, within, exclude, sha256 of the list, its first
         entries).
     type: dict
   sources:
     description:
       - Source addresses the frames walk round robin instead of the one O(src_ip) (the load balancer's 1,000 clients),
-        the same keys and checks as O(destinations) (C(xdplab-trafficgen --src-list); RV(summary.sources)).
+        the same keys and checks as O(destinations) (C(xdplab-trafficgen --src-list), V(trex) C(IP.src);
+        RV(summary.sources)).
     type: dict
   exclude:
     description:

@@ -145,6 +145,25 @@ options:
     description: Check that the server's RPC port accepts connections before running.
     type: bool
     default: true
+  destinations:
+    description:
+      - "Destination addresses the frames walk round robin instead of the one O(dst_ip) (issue 27), drawn
+        C({count, seed, within, exclude}) or given C({list: [...]}): the same keys, checks and lists as
+        M(xdplab.testbed.traffic_generator)'s O(xdplab.testbed.traffic_generator#module:destinations)."
+      - "Every stream carries the list in T-Rex's field engine (a C(value_list) flow variable written to C(IP.dst), the
+        IPv4 checksum fixed per frame, the UDP checksum 0); T-Rex's cores share the walk (core I(k) of I(n) starts at
+        entry I(k) and steps I(n)). At most 65,535 addresses a list (T-Rex's C(value_list)), and the streams with their
+        lists must fit the server's 999,999-byte request: both are checked, with the numbers, before anything is sent."
+      - The list file lives in a temporary directory for the run (removed after it).
+    type: dict
+  sources:
+    description: Source addresses the frames walk round robin instead of the one O(src_ip), as O(destinations) (C(IP.src)).
+    type: dict
+  exclude:
+    description: IPv4 nets (CIDRs or ranges) that neither O(destinations) nor O(sources) may hold, besides their own C(exclude).
+    type: list
+    elements: str
+    default: []
 notes:
   - Check mode validates the input, the installation and the server's port and returns the command; it sends nothing.
   - T-Rex cannot be installed or run on the project's build machine; the statistics parsing is unit-tested against
@@ -173,6 +192,17 @@ EXAMPLES = r"""
     latency_pps: 1000
     duration: 30
   register: fwd
+
+- name: 64-byte UDP to 4,000 seeded random destinations outside the lab's nets, at 10 Mpps
+  xdplab.testbed.trex_traffic:
+    port: 0
+    rx_ports: [1]
+    stream_count: 6
+    rate_pps: 10000000
+    destinations: {count: 4000, seed: 1}
+    exclude: [198.18.0.0/15]
+    duration: 10
+  register: routing
 
 - name: Show p99
   ansible.builtin.debug:
@@ -272,12 +302,26 @@ stopped_by:
   description: What ended the run (duration, SIGINT, SIGTERM, traffic ended).
   returned: success and not check mode
   type: str
+destinations:
+  description:
+    - The run's destination list (O(destinations)) as a record keeps it - count, seed (null for a given list),
+      within, exclude, drawn, sha256 (of the list, one address a line) and first (its first five addresses).
+  returned: when O(destinations) was given and not check mode
+  type: dict
+sources:
+  description: The run's source list (O(sources)), as RV(destinations).
+  returned: when O(sources) was given and not check mode
+  type: dict
 """
+
+import shutil
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, json_records
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.trex import TrexGenerator
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.xdp_live import write_list
 
 BACKEND_KEYS = ("trex_dir", "runner", "lib_dir", "python", "server", "sync_port", "async_port", "port", "rx_ports",
                 "profile", "tunables", "mult", "latency", "latency_pps", "pg_id", "percentiles", "check_server")  # fmt: skip
@@ -304,6 +348,7 @@ class TrexTraffic:
             "duration": p["duration"],
             "rate_pps": p["rate_pps"],
             "backend_options": options,
+            **{key: p[key] for key in ("destinations", "sources", "exclude") if p[key]},
         }
         self.generator = TrexGenerator(params, module.run_command)
 
@@ -312,6 +357,24 @@ class TrexTraffic:
         if p["stream_count"] < 1 or p["duration"] <= 0 or p["warmup"] < 0 or p["rate_pps"] < 0:
             raise GeneratorError("stream_count and duration must be positive, warmup and rate_pps not negative")
         self.generator.validate()
+        lists = self.generator.lists
+        if not lists:
+            return self.send()
+        # the profile reads each list from a file (tunables dst_list, src_list): one for this run, removed after it
+        list_dir = tempfile.mkdtemp(prefix="xdplab-trex-traffic.")
+        try:
+            self.generator.run.run_dir = list_dir
+            if not self.module.check_mode:
+                for option, (addrs, _described) in lists.items():
+                    write_list(self.generator.run.list_path(option), addrs)
+            result = self.send()
+        finally:
+            shutil.rmtree(list_dir, ignore_errors=True)
+        if not self.module.check_mode:
+            result.update({option: described for option, (_addrs, described) in lists.items()})
+        return result
+
+    def send(self):
         command = self.generator.command()
         result = {"changed": True, "command": command}
         if self.module.check_mode:
@@ -372,6 +435,9 @@ def main():
             pg_id=dict(type="int", default=7),
             percentiles=dict(type="list", elements="float", default=[50, 90, 99, 99.9]),
             check_server=dict(type="bool", default=True),
+            destinations=dict(type="dict"),
+            sources=dict(type="dict"),
+            exclude=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )

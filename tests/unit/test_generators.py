@@ -387,7 +387,7 @@ def test_bad_address_lists_fail_before_anything_starts(generator, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("backend", ["trex", "iperf3"])
+@pytest.mark.parametrize("backend", ["iperf3"])
 def test_backends_without_address_lists_refuse_them(tmp_path, backend):
     params = dict(run_dir=str(tmp_path), name="t", interface="0", src_ip="10.0.0.1", dst_ip="10.0.0.2", packet_len=64,
                   stream_count=1, port_base=12, queues=1, cpus=[0], duration=5, rate_pps=0.0, backend_options={},

@@ -389,3 +389,119 @@ def test_percentiles_come_from_the_hdr_histogram_where_the_server_has_it():
     final = {"sent": 1, "elapsed_s": 1.0, "pps": 1, "ports": {}, "tx_ports": [0], "latency": undecoded}
     summary = trex.generator_summary(final, [], [], {})
     assert summary["trex"]["latency"]["percentiles_from"] == "hdrh" and summary["trex"]["latency"]["percentiles_us"]["p50"] == 370
+
+
+# -- address lists on T-Rex (issue 27) -------------------------------------------------------------------------------
+def fake_install(tmp_path):
+    """backend_options pointing at the files validate() looks for: a runner, a profile, a T-Rex-shaped dir (empty
+    files: validate only checks they are there) and no server check."""
+    trex_dir = tmp_path / "trex" / "v3.04"
+    (trex_dir / trex.INTERACTIVE_SUBDIR / "trex" / "stl").mkdir(parents=True)
+    (trex_dir / trex.INTERACTIVE_SUBDIR / trex.CLIENT_MARKERS[0]).write_text("")
+    (trex_dir / "t-rex-64").write_text("")
+    lib = tmp_path / "lib"
+    (lib / "profiles").mkdir(parents=True)
+    (lib / "profiles" / "udp_for_benchmarks.py").write_text("")
+    (tmp_path / "runner").write_text("")
+    return {"ports": ["0000:03:00.0"], "trex_dir": str(trex_dir), "lib_dir": str(lib), "runner": str(tmp_path / "runner"),
+            "check_server": False}  # fmt: skip
+
+
+def test_address_lists_reach_the_profile_as_list_files(tmp_path):
+    run_dir = tmp_path / "run"
+    lists = {"destinations": {"count": 4000, "seed": 1}, "sources": {"list": ["10.1.0.1", "10.1.0.2"]}}
+    over = dict(lists, run_dir=str(run_dir), exclude=["198.18.0.0/15"], backend_options=fake_install(tmp_path))
+    gen = TrexGenerator(params(**over), None)
+    gen.validate()
+    dsts, described = gen.lists["destinations"]
+    assert len(dsts) == 4000 and described["seed"] == 1 and described["first"] == dsts[:5]
+    assert not any(a.startswith(("198.18.", "198.19.")) for a in dsts)  # the module's exclude is the lab's nets
+    joined = " ".join(gen.command())
+    assert "--tunable dst_list=%s/t.destinations.txt " % run_dir in joined
+    assert "--tunable src_list=%s/t.sources.txt " % run_dir in joined
+    # a different list is a different run (idempotency), so the identity holds each list's sha256
+    ident = gen.identity()
+    assert ident["destinations"] == described["sha256"] and ident["sources"] == gen.lists["sources"][1]["sha256"]
+    # nothing was written yet: the files come with start()
+    assert not run_dir.exists()
+
+
+def test_without_address_lists_the_t_rex_command_is_unchanged(tmp_path):
+    gen = TrexGenerator(params(backend_options=fake_install(tmp_path)), None)
+    gen.validate()
+    joined = " ".join(gen.command())
+    assert "dst_list" not in joined and "src_list" not in joined and "destinations" not in gen.identity()
+
+
+def test_a_list_longer_than_the_field_engine_holds_is_refused_with_the_number(tmp_path):
+    # 65,536 is xdplab-trafficgen's limit; T-Rex's value_list takes 65,535 (trex_stl_rpc_cmds.cpp check_value_list)
+    run_dir = tmp_path / "run"
+    gen = TrexGenerator(params(run_dir=str(run_dir), stream_count=1, destinations={"count": 65536, "seed": 1}), None)
+    with pytest.raises(GeneratorError, match=r"destinations has 65536 addresses; T-Rex's field engine holds at most 65535"):
+        gen.validate()
+    assert not run_dir.exists()
+    # 65,535 is taken (one stream, destinations only: 65,535 numbers of about 11 bytes fit one request)
+    gen = TrexGenerator(params(stream_count=1, destinations={"count": 65535, "seed": 1}, backend_options=fake_install(tmp_path)),
+                        None)  # fmt: skip
+    gen.validate()
+    assert len(gen.lists["destinations"][0]) == 65535
+
+
+def test_lists_too_large_for_one_request_are_refused_with_the_bytes(tmp_path):
+    # every stream carries the whole lists: both lists at 65,535 in one stream pass the server's 999,999 bytes
+    gen = TrexGenerator(params(stream_count=1, destinations={"count": 65535, "seed": 1}, sources={"count": 65535, "seed": 2}),
+                        None)  # fmt: skip
+    with pytest.raises(GeneratorError, match=r"1 T-Rex streams each carrying the address lists \(destinations 65535, "
+                                             r"sources 65535\) make an add_stream request of up to 1[0-9]{6} bytes; the "
+                                             r"T-Rex server takes at most 999999 bytes"):  # fmt: skip
+        gen.validate()
+    # latency adds the latency stream, which carries the lists too
+    gen = TrexGenerator(params(stream_count=1, destinations={"count": 45000, "seed": 1}, sources={"count": 45000, "seed": 2},
+                               backend_options={"ports": ["0000:03:00.0"], "latency": True}), None)  # fmt: skip
+    assert gen.stream_total() == 2
+    with pytest.raises(GeneratorError, match=r"2 T-Rex streams each carrying the address lists \(destinations 45000, "
+                                             r"sources 45000\)"):  # fmt: skip
+        gen.validate()
+
+
+@pytest.mark.parametrize(
+    "streams, lists, fits",
+    [
+        (6, {"sources": 1000}, True),  # paper_lb: 1,000 sources
+        (6, {"destinations": 4000}, True),  # paper_routing's default
+        (6, {"destinations": 20000}, True),  # its sweep's end: the client sends the six streams in two requests
+        (1, {"destinations": 65535}, True),
+        (1, {"destinations": 65535, "sources": 65535}, False),
+        # a message above the client's chunk size (500,000 bytes) goes in a request of its own
+        (2, {"destinations": 45000}, True),
+        (1, {"destinations": 45000, "sources": 45000}, False),
+    ],
+)
+def test_the_request_size_check(streams, lists, fits):
+    drawn = {option: ["%d.%d.%d.%d" % (100 + i % 100, i >> 16 & 255, i >> 8 & 255, i & 255) for i in range(n)]
+             for option, n in lists.items()}  # fmt: skip
+    chunks = trex.rpc_chunks(trex.add_stream_sizes(streams, 64, drawn))
+    assert all(c < trex.MAX_RPC_MSG_LEN for c in chunks) is fits
+    if fits:
+        assert trex.check_request_size(streams, 64, drawn) == max(chunks)
+    else:
+        with pytest.raises(trex.TrexError, match=r"at most 999999 bytes a request"):
+            trex.check_request_size(streams, 64, drawn)
+
+
+def test_rpc_chunks_follow_the_clients_batching():
+    # the client appends messages until their bytes pass 500,000, then sends them as one JSON list ("[a, b]")
+    assert trex.rpc_chunks([100]) == [102]
+    assert trex.rpc_chunks([300000, 300000, 100]) == [600004, 102]
+    assert trex.rpc_chunks([500000, 1]) == [500005]
+    assert trex.value_list_json_len(["1.2.3.4", "10.0.0.1"]) == len(json.dumps([16909060, 167772161]))
+    assert trex.ipv4_number("255.255.255.255") == 2**32 - 1
+
+
+def test_the_summary_carries_the_lists_as_the_record_keeps_them():
+    described = {"count": 3, "seed": 1, "within": ["1.0.0.0-223.255.255.255"], "exclude": [], "drawn": True,
+                 "sha256": "ab" * 32, "first": ["1.2.3.4"]}  # fmt: skip
+    final = {"sent": 1, "elapsed_s": 1.0, "pps": 1, "ports": {}, "tx_ports": [0]}
+    summary = trex.generator_summary(final, [], [], {"destinations": described})
+    assert summary["destinations"] == described and "sources" not in summary
+    assert "destinations" not in trex.generator_summary(final, [], [], {})

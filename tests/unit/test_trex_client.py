@@ -24,7 +24,9 @@ import sys
 
 import pytest
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import address_lists
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.trex import TrexGenerator
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.xdp_live import write_list
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FILES = os.path.join(ROOT, "roles", "trex", "files")
@@ -91,15 +93,17 @@ def csum(data):
     return ~total & 0xFFFF
 
 
-def expected_frame(packet_len, dport, dst_ip="198.18.0.2", src_mac=SCAPY_DEFAULT_SRC, dst_mac=SCAPY_DEFAULT_DST):
-    """The frame xdplab wants on the wire (without FCS), built from the RFCs here, not with scapy."""
-    src, dst = bytes([198, 18, 0, 1]), bytes(int(x) for x in dst_ip.split("."))
+def expected_frame(packet_len, dport, dst_ip="198.18.0.2", src_mac=SCAPY_DEFAULT_SRC, dst_mac=SCAPY_DEFAULT_DST,
+                   src_ip="198.18.0.1", udp_checksum=True):  # fmt: skip
+    """The frame xdplab wants on the wire (without FCS), built from the RFCs here, not with scapy. udp_checksum=False:
+    the UDP checksum is 0 (none), as with an address list."""
+    src, dst = bytes(int(x) for x in src_ip.split(".")), bytes(int(x) for x in dst_ip.split("."))
     payload = b"x" * (packet_len - 4 - 14 - 20 - 8)
     udp_len = 8 + len(payload)
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 1, 0, 64, 17, 0, src, dst)
     ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
     udp = struct.pack("!HHHH", 9, dport, udp_len, 0) + payload
-    udp_sum = csum(src + dst + struct.pack("!BBH", 0, 17, udp_len) + udp) or 0xFFFF
+    udp_sum = (csum(src + dst + struct.pack("!BBH", 0, 17, udp_len) + udp) or 0xFFFF) if udp_checksum else 0
     udp = udp[:6] + struct.pack("!H", udp_sum) + udp[8:]
     return mac(dst_mac) + mac(src_mac) + b"\x08\x00" + ip + udp
 
@@ -424,3 +428,164 @@ def test_the_latency_fixture_of_the_test_double_has_the_real_clients_keys(pgid_r
     real = key_paths(pgid_readings["runner"][-1], 7)
     # get_pgid_stats_latency.json (a server without --hdrh): the real client's keys, less hdrh
     assert key_paths(fixture("get_pgid_stats_latency.json"), 10) == real - {("latency", "<pg>", "latency", "hdrh")}
+
+
+# -- address lists on T-Rex's field engine (issue 27), through the real client ---------------------------------------
+DSTS = ["203.0.113.7", "1.2.3.4", "100.64.0.1"]
+SRCS = ["10.1.0.1", "10.1.0.2"]
+# the backend's runs with lists: the paper's use cases and the limits (TrexGenerator params beside the defaults)
+LIST_BACKEND_CASES = [
+    {"stream_count": 6, "destinations": {"count": 4000, "seed": 1}},  # paper_routing's default
+    {"stream_count": 6, "sources": {"count": 1000, "seed": 1}},  # paper_lb's 1,000 clients
+    {"stream_count": 6, "destinations": {"count": 20000, "seed": 2}},  # the sweep's end: two requests
+    {"stream_count": 1, "destinations": {"count": 65535, "seed": 3}},  # the field engine's most
+    # the largest frame, both lists, and the latency stream carrying them too
+    {
+        "stream_count": 1,
+        "packet_len": 1518,
+        "destinations": {"count": 9000, "seed": 4},
+        "sources": {"count": 9000, "seed": 5},
+        "backend_options": {"latency": True},
+    },
+]
+
+
+def numbers(addresses):
+    """IPv4 addresses as the field engine's value_list holds them (big-endian uint32), computed here."""
+    return [struct.unpack("!I", bytes(int(x) for x in a.split(".")))[0] for a in addresses]
+
+
+def list_backend(tmp_path, case):
+    """A TrexGenerator for a LIST_BACKEND_CASES entry with its lists drawn and written as start() writes them."""
+    over = dict(case)
+    opts = dict({"latency_pps": 1000.0}, **over.pop("backend_options", {}))
+    params = {"run_dir": str(tmp_path), "name": "t", "interface": "0", "src_mac": SRC_MAC, "dst_mac": DST_MAC,
+              "src_ip": "198.18.0.1", "dst_ip": "198.18.0.2", "packet_len": 64, "stream_count": 1, "port_base": 12,
+              "queues": 1, "duration": 1, "rate_pps": 0, "backend_options": opts}  # fmt: skip
+    params.update(over)
+    gen = TrexGenerator(params, None)
+    gen.lists = address_lists(params)  # as validate() draws them; the host checks of validate() need an install
+    for option, (addrs, _described) in gen.lists.items():
+        write_list(gen.run.list_path(option), addrs)
+    return gen
+
+
+@pytest.fixture(scope="module")
+def real_lists(lib_dir, tmp_path_factory):
+    """The profiles with address lists through the real load_py and to_json, and the backend's cases through the
+    client's own add_stream batching (real_client_probe.py "batches")."""
+    tmp = tmp_path_factory.mktemp("lists")
+    files = {
+        "dst": "# destinations\n" + "\n".join(DSTS) + "\n\n",
+        "src": "\n".join(SRCS) + "\n",
+        "big": "".join("10.%d.%d.%d\n" % (i >> 16, i >> 8 & 255, i & 255) for i in range(trex.MAX_LIST + 1)),
+        "bad": "1.2.3.4\n1.2.3\n",
+        "empty": "# nothing\n",
+    }
+    for name, text in files.items():
+        (tmp / name).write_text(text)
+    path = {name: str(tmp / name) for name in files}
+    gens = [list_backend(tmp / ("case%d" % i), case) for i, case in enumerate(LIST_BACKEND_CASES)]
+    tunables = [{k: str(v) for k, v in gen.tunables().items()} for gen in gens]
+    profiles = [
+        ("udp_for_benchmarks.py", {"stream_count": 2, "dst_mac": DST_MAC, "dst_list": path["dst"], "src_list": path["src"]}),
+        ("udp_latency.py", {"stream_count": 1, "pg_id": 5, "latency_pps": 100, "dst_list": path["dst"]}),
+        ("udp_multi_ip.py", {"stream_count": 2, "src_list": path["src"]}),
+        ("udp_for_benchmarks.py", {"dst_list": path["big"]}),
+        ("udp_for_benchmarks.py", {"dst_list": path["bad"]}),
+        ("udp_for_benchmarks.py", {"src_list": path["empty"]}),
+        ("udp_for_benchmarks.py", {"dst_list": str(tmp / "missing")}),
+        ("udp_for_benchmarks.py", tunables[0]),
+    ]
+    request = {"lib_dir": str(lib_dir), "profiles": profiles, "mults": [], "batches": [("udp_for_benchmarks.py", t)
+               if not gen.opts["latency"] else ("udp_latency.py", t) for gen, t in zip(gens, tunables)]}  # fmt: skip
+    res = subprocess.run([sys.executable, PROBE], input=json.dumps(request), capture_output=True, text=True, timeout=300,
+                         env=client_env(), check=False)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    answer = json.loads(res.stdout)
+    answer["gens"] = gens
+    return answer
+
+
+def list_program(fields):
+    """The field engine's instructions the client sends for xdplab's lists ({"dst": [...], "src": [...]})."""
+    out = []
+    for field in ("dst", "src"):
+        if field in fields:
+            out.append({"type": "flow_var", "name": "xdplab_" + field, "size": 4, "op": "inc", "next_var": None,
+                        "split_to_cores": True, "value_list": numbers(fields[field]), "step": 1})  # fmt: skip
+    # the client puts the variables first, then the writes (offsets: Ether 14 + IP.dst 16 / IP.src 12)
+    for field, offset in (("dst", 30), ("src", 26)):
+        if field in fields:
+            out.append({"type": "write_flow_var", "name": "xdplab_" + field, "pkt_offset": offset, "add_value": 0,
+                        "is_big_endian": True})  # fmt: skip
+    out.append({"type": "fix_checksum_ipv4", "pkt_offset": 14})
+    return out
+
+
+def test_a_list_is_a_flow_variable_over_it_written_to_the_ip_header(real_lists):
+    streams = real_lists["profiles"][0]["streams"]
+    assert len(streams) == 2
+    for i, s in enumerate(streams):
+        # round robin from the first entry (op inc, in the file's order), split over T-Rex's cores (split_to_cores)
+        assert s["vm"]["instructions"] == list_program({"dst": DSTS, "src": SRCS})
+        # the frame before the first write is the lists' first entries, with the IPv4 checksum right and no UDP
+        # checksum (the field engine changes the addresses the UDP checksum would cover)
+        frame = expected_frame(64, 12 + i, dst_ip=DSTS[0], src_ip=SRCS[0], dst_mac=DST_MAC, udp_checksum=False)
+        assert bytes.fromhex(s["bytes"]) == frame and s["flags"] == DST_FROM_PKT
+
+
+def test_the_latency_stream_walks_the_list_too(real_lists):
+    load, lat = real_lists["profiles"][1]["streams"]
+    assert load["vm"]["instructions"] == lat["vm"]["instructions"] == list_program({"dst": DSTS})
+    assert lat["flow_stats"]["rule_type"] == "latency" and lat["rate"] == {"type": "pps", "value": 100.0}
+    assert bytes.fromhex(lat["bytes"]) == expected_frame(64, 13, dst_ip=DSTS[0], udp_checksum=False)
+
+
+def test_a_source_list_leaves_multi_ips_destinations_alone(real_lists):
+    streams = real_lists["profiles"][2]["streams"]
+    for i, s in enumerate(streams):
+        assert s["vm"]["instructions"] == list_program({"src": SRCS})
+        assert bytes.fromhex(s["bytes"]) == expected_frame(64, 12 + i, dst_ip="198.18.0.%d" % (2 + i), src_ip=SRCS[0],
+                                                           udp_checksum=False)  # fmt: skip
+
+
+def test_without_a_list_there_is_no_field_engine_program(real):
+    # the other experiments' frames do not change: no instructions, the UDP checksum kept
+    for answer in real["profiles"][:3]:
+        assert all(s["vm"]["instructions"] == [] for s in answer["streams"])
+
+
+def test_bad_list_files_are_the_profiles_message(real_lists):
+    big, bad, empty, missing = (p.get("error", "") for p in real_lists["profiles"][3:7])
+    assert "holds %d addresses; T-Rex's field engine takes at most %d in a list" % (trex.MAX_LIST + 1, trex.MAX_LIST) in big
+    assert "line 2: '1.2.3' is not an IPv4 address" in bad
+    assert "holds no address" in empty and "cannot be read" in missing
+
+
+def test_the_backends_drawn_list_is_the_value_list_in_its_order(real_lists):
+    gen = real_lists["gens"][0]
+    dsts, described = gen.lists["destinations"]
+    streams = real_lists["profiles"][7]["streams"]
+    assert len(streams) == 6 and len(dsts) == 4000 and described["first"] == dsts[:5]
+    for s in streams:
+        assert s["vm"]["instructions"] == list_program({"dst": dsts})
+        assert bytes.fromhex(s["bytes"])[30:34] == bytes(int(x) for x in dsts[0].split("."))
+
+
+def test_the_request_size_bound_holds_against_the_clients_own_batching(real_lists):
+    for gen, batch in zip(real_lists["gens"], real_lists["batches"]):
+        lists = {option: addrs for option, (addrs, _d) in gen.lists.items()}
+        estimate = trex.add_stream_sizes(gen.stream_total(), gen.p["packet_len"], lists)
+        assert len(batch["messages"]) == len(estimate) == gen.stream_total()
+        for real_msg, bound in zip(batch["messages"], estimate):
+            # a bound, and a close one: it refuses nothing that fits by more than the overhead allowance
+            assert real_msg <= bound < real_msg + trex.ADD_STREAM_OVERHEAD
+        chunks = trex.rpc_chunks(estimate)
+        assert len(chunks) == len(batch["requests"])
+        assert all(real <= bound for real, bound in zip(batch["requests"], chunks))
+        # every case here fits the server's request limit, and the check lets it through
+        assert max(batch["requests"]) <= trex.check_request_size(gen.stream_total(), gen.p["packet_len"], lists)
+        assert max(batch["requests"]) < trex.MAX_RPC_MSG_LEN
+    # 20,000 destinations in six streams: the client sends them in two requests, each under the server's limit
+    assert len(real_lists["batches"][2]["requests"]) == 2

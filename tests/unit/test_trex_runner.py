@@ -420,3 +420,70 @@ def test_module_reports_a_server_that_does_not_answer(install, capsys, monkeypat
     monkeypatch.setenv("FAKE_TREX_DOWN", "1")
     res = run_module(module_args(install), capsys)
     assert res["failed"] and "xdplab-trex-run failed (status 3)" in res["msg"] and "Failed to get server response" in res["msg"]
+
+
+def test_backend_trex_sends_address_lists_and_records_them(install, tmp_path, monkeypatch):
+    """Issue 27 on T-Rex: the backend writes the lists as run files, the runner hands them to the profile (dst_list,
+    src_list), whose every stream carries them in its field engine program; the summary keeps what the record keeps."""
+    streams_log = tmp_path / "streams.json"
+    monkeypatch.setenv("FAKE_TREX_STREAMS", str(streams_log))
+    run_dir = tmp_path / "run"
+    params = {
+        "run_dir": str(run_dir), "name": "trial", "interface": "0000:03:00.0", "src_mac": "ec:0d:9a:00:00:11",
+        "dst_mac": "ec:0d:9a:00:00:01", "src_ip": "198.18.0.1", "dst_ip": "198.18.0.2", "packet_len": 64,
+        "stream_count": 2, "port_base": 12, "queues": 1, "cpus": [], "duration": 30, "rate_pps": 100000.0, "batch": 64,
+        "destinations": {"count": 50, "seed": 7}, "sources": {"list": ["10.1.0.1", "10.1.0.2", "10.1.0.3"]},
+        "exclude": ["198.18.0.0/15"],
+        "backend_options": {"ports": ["0000:03:00.0", "0000:03:00.1"], "python": PYTHON, "runner": RUNNER,
+                            "lib_dir": install["lib_dir"], "trex_dir": install["trex_dir"], "check_server": False},
+    }  # fmt: skip
+    gen = backend_for("trex")(params, None)
+    gen.validate()
+    dsts, described = gen.lists["destinations"]
+    state = gen.start()
+    try:
+        assert gen.run.running(state)
+        # the list files as xdp_live writes them (one address a line), named in the runner's tunables
+        assert (run_dir / "trial.destinations.txt").read_text() == "".join(a + "\n" for a in dsts)
+        assert "dst_list=%s" % (run_dir / "trial.destinations.txt") in state["command"]
+        time.sleep(1.5)
+        assert gen.run.stop(timeout=15)
+        summary = gen.summary(gen.run.load_state())
+    finally:
+        gen.run.stop(timeout=5)
+        gen.run.remove()
+    streams = json.loads(streams_log.read_text())
+    assert len(streams) == 2
+    for s in streams:
+        vm = {(c["kind"], c.get("name") or c.get("fv_name")): c for c in s["vm"]}
+        assert vm["flow_var", "xdplab_dst"]["value_list"] == dsts and vm["flow_var", "xdplab_src"]["value_list"] == [
+            "10.1.0.1", "10.1.0.2", "10.1.0.3"]  # fmt: skip
+        assert vm["flow_var", "xdplab_dst"]["op"] == "inc" and vm["flow_var", "xdplab_dst"]["split_to_cores"] is True
+        assert vm["write_flow_var", "xdplab_dst"]["pkt_offset"] == "IP.dst"
+        assert vm["write_flow_var", "xdplab_src"]["pkt_offset"] == "IP.src"
+        assert vm["fix_ipv4", None]["offset"] == "IP"
+        assert s["dst_ip"] == dsts[0] and s["src_ip"] == "10.1.0.1" and s["udp_chksum"] == 0
+    assert summary["destinations"] == described and summary["sources"]["drawn"] is False
+    assert summary["sources"]["count"] == 3 and summary["destinations"]["count"] == 50
+    # the lists are run files: removed with the run
+    assert not run_dir.exists()
+
+
+def test_module_trex_traffic_sends_address_lists(install, capsys, monkeypatch, tmp_path):
+    streams_log = tmp_path / "streams.json"
+    monkeypatch.setenv("FAKE_TREX_STREAMS", str(streams_log))
+    lists = {"destinations": {"count": 20, "seed": 3}, "sources": {"list": ["10.1.0.1", "10.1.0.2"]},
+             "exclude": ["198.18.0.0/15"]}  # fmt: skip
+    res = run_module(module_args(install, stream_count=2, **lists), capsys)
+    assert not res.get("failed"), res
+    assert res["destinations"]["count"] == 20 and res["destinations"]["seed"] == 3 and res["sources"]["drawn"] is False
+    dsts = next(c for c in json.loads(streams_log.read_text())[0]["vm"] if c.get("name") == "xdplab_dst")["value_list"]
+    assert dsts[:5] == res["destinations"]["first"] and len(dsts) == 20
+    # the list files lived in a directory of the run's own, gone after it
+    list_file = next(arg.split("=", 1)[1] for arg in res["command"] if arg.startswith("dst_list="))
+    assert list_file.endswith("/trex_traffic.destinations.txt") and not os.path.exists(os.path.dirname(list_file))
+    # limits are refused with the number before anything is sent
+    res = run_module(module_args(install, destinations={"count": 65536}), capsys)
+    assert res["failed"] and "destinations has 65536 addresses; T-Rex's field engine holds at most 65535" in res["msg"]
+    res = run_module(module_args(install, _ansible_check_mode=True, destinations={"count": 0}), capsys)
+    assert res["failed"] and "destinations.count must be a whole number" in res["msg"]

@@ -68,7 +68,7 @@ def refuse_address_lists(params, backend, instead):
     given = [option for option in ADDRESS_LISTS if params.get(option)]
     if given:
         raise GeneratorError(
-            "backend %s cannot send the address lists of %s (only xdp_live can, today): %s"
+            "backend %s cannot send the address lists of %s (xdp_live and trex can): %s"
             % (backend, " and ".join(given), instead)
         )
 
@@ -76,8 +76,8 @@ def refuse_address_lists(params, backend, instead):
 class ProcessRun(Process):
     """Files and process of one generator run; `backend` names the backend that owns it.
 
-    Its address lists (xdp_live: --dst-list, --src-list) are files of the run too: `<name>.destinations.txt`,
-    `<name>.sources.txt`."""
+    Its address lists (xdp_live: --dst-list, --src-list; trex: the tunables dst_list, src_list) are files of the run
+    too: `<name>.destinations.txt`, `<name>.sources.txt`."""
 
     def list_path(self, option):
         return os.path.join(self.run_dir, "%s.%s.txt" % (self.name, option))

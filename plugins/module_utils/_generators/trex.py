@@ -12,6 +12,11 @@ backend_options.ports, the trex_cfg.yaml port order) or by port number. `queues`
 steer anything here: the DUT's RSS spreads flow i (UDP port port_base + i) over its queues, and T-Rex
 places its own worker threads (trex_cfg.yaml platform.dual_if). backend_options (host var
 xdplab_generator_options) carries the T-Rex settings, see OPTIONS.
+
+Address lists (destinations, sources; issue 27) are written to the run's list files, as for xdp_live, and passed to
+the profile as the tunables dst_list / src_list: each stream carries them in T-Rex's field engine
+(roles/trex/files/profiles/xdplab_profile_common.py). T-Rex's limits are checked before anything starts: 65,535
+addresses a list (_trex.MAX_LIST) and the server's request size (_trex.check_request_size).
 """
 
 from __future__ import annotations
@@ -24,13 +29,16 @@ from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as tre
 from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import (
     GeneratorError,
     ProcessRun,
-    refuse_address_lists,
+    address_lists,
 )
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.xdp_live import write_list
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 MIN_PACKET_LEN = 64
 MAX_PACKET_LEN = 1518
 PROFILES = ("udp_for_benchmarks.py", "udp_multi_ip.py", "udp_latency.py")
+# the profile tunable that carries each address list's file (traffic_generator's destinations, sources)
+LIST_TUNABLES = {"destinations": "dst_list", "sources": "src_list"}
 
 # backend_options keys: name -> (type, default, description)
 OPTIONS = {
@@ -111,17 +119,13 @@ class TrexGenerator:
         self.opts = options(params.get("backend_options"))
         self.run = ProcessRun(params["run_dir"], params["name"])
         self.run.backend = self.name
+        self.lists = {}
 
     # -- validation -------------------------------------------------------------------------
     def validate(self):
         p, o = self.p, self.opts
-        # a T-Rex profile takes no file of addresses; mapping a list onto its field engine is not written yet
-        refuse_address_lists(
-            p,
-            self.name,
-            "on T-Rex, vary the destination with the profile udp_multi_ip.py (backend_options.profile, tunables.ip_count) "
-            "or send from xdp_live",
-        )
+        self.lists = address_lists(p)
+        self.check_lists()
         for key in ("src_ip", "dst_ip"):
             if p.get(key):
                 try:
@@ -155,6 +159,24 @@ class TrexGenerator:
         except trex.TrexError as exc:
             raise GeneratorError(str(exc)) from None
 
+    def stream_total(self):
+        """How many streams the profile builds: stream_count, with latency one more (or the latency stream alone)."""
+        if not self.opts["latency"]:
+            return self.p["stream_count"]
+        return 1 if self.latency_only() else self.p["stream_count"] + 1
+
+    def check_lists(self):
+        """T-Rex's limits on the address lists, with the numbers, before anything starts (see _trex.MAX_LIST)."""
+        if not self.lists:
+            return
+        try:
+            for option, (addrs, _described) in sorted(self.lists.items()):
+                trex.check_list_size(len(addrs), option)
+            lists = {option: addrs for option, (addrs, _described) in self.lists.items()}
+            trex.check_request_size(self.stream_total(), self.p["packet_len"], lists)
+        except trex.TrexError as exc:
+            raise GeneratorError(str(exc)) from None
+
     def multiplier(self):
         # with latency on too: T-Rex does not scale a latency stream by the multiplier (a fixed-rate stream), so
         # udp_latency.py's load streams take any multiplier and a pps one is the total with the latency stream's rate
@@ -185,6 +207,8 @@ class TrexGenerator:
             t.update(pg_id=o["pg_id"], latency_pps=o["latency_pps"])
             if self.latency_only():
                 t.update(latency_pps=p["rate_pps"], load_pps=0)
+        for option in sorted(self.lists):
+            t[LIST_TUNABLES[option]] = self.run.list_path(option)
         t.update(o["tunables"])
         return t
 
@@ -217,11 +241,16 @@ class TrexGenerator:
                 "port_base", "queues", "duration", "rate_pps")  # fmt: skip
         ident = {k: self.p.get(k) for k in keys}
         ident["backend_options"] = self.opts
+        for option, (_addrs, described) in self.lists.items():
+            ident[option] = described["sha256"]
         return ident
 
     def start(self):
         params = {"identity": self.identity(), "rate_pps": self.p.get("rate_pps") or 0, "queues": self.p["queues"],
                   "packet_len": self.p["packet_len"], "stream_count": self.p["stream_count"]}  # fmt: skip
+        for option, (addrs, described) in self.lists.items():
+            write_list(self.run.list_path(option), addrs)
+            params[option] = described
         # the runner connects, resets the ports and loads the profile before it sends: give it time to fail early
         return self.run.spawn(self.command(), params, settle=2.0)
 
