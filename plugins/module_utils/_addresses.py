@@ -161,7 +161,7 @@ def check_list(addresses, within=None, exclude=(), what="destinations"):
     out, seen = [], set()
     for item in addresses:
         try:
-            address = netaddr.IPAddress(str(item).strip(), 4)
+            address = netaddr.IPAddress(str(item).strip(), 4, flags=netaddr.INET_PTON)
         except (netaddr.AddrFormatError, ValueError, TypeError):
             raise AddressError("%s.list: %r is not an IPv4 address" % (what, item)) from None
         if address in seen:

@@ -67,6 +67,8 @@ def test_a_small_within_is_drawn_whole_and_in_seeded_order():
         ({"list": ["1.2.3.4"], "count": 1}, r"either list or count"),
         ({"list": []}, r"non-empty list"),
         ({"list": ["1.2.3.4", "8.8.8.300"]}, r"'8.8.8.300' is not an IPv4 address"),
+        # the short inet_aton forms (1.2.3 = 1.2.0.3) that older netaddr (Debian 12: 0.8.0) accepts by default
+        ({"list": ["1.2.3.4", "1.2.3"]}, r"'1.2.3' is not an IPv4 address"),
         ({"list": ["1.2.3.4", "1.2.3.4"]}, r"has 1.2.3.4 twice"),
         ({"list": ["1.2.3.4", "224.0.0.5"]}, r"224.0.0.5 is in 224.0.0.0/4, multicast .*take it out"),
         ({"list": ["169.254.1.1"]}, r"link local"),
