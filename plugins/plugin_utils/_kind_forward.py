@@ -38,7 +38,7 @@ import time
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.filter.forwarding import forwarding_section
-from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
+from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_routes, _systems
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_common import failure
 
 # the background job of the DUT's port counters (Phases.start_job), collected in the phase collect
@@ -90,6 +90,90 @@ def _router(fwd):
     """Whether the system forwards by the stack (no XDP program): from its mode alone, so that the teardown can say it
     for an entry whose plan would not be made."""
     return bool(_systems.FORWARD_MODES.get(fwd.get("forward"), {}).get("router"))
+
+
+def _stack_routes(fwd):
+    """Whether the system needs the stack's router settings (ip_forward, the next hop's neighbour, the routes): the
+    stack itself, and bpf/xdp_router, whose bpf_fib_lookup reads them (issue 27)."""
+    spec = _systems.FORWARD_MODES.get(fwd.get("forward"), {})
+    return bool(spec.get("router") or spec.get("routes"))
+
+
+def _table(phases):
+    """The point's route table (axis ``table``: none, single, full)."""
+    return str(phases.var("__experiment_planned")["point"].get("table", "none"))
+
+
+def _routes_args(phases, v, table):
+    """fib_routes' arguments for the point's table (the routing experiment, playbooks/paper_routing.yml)."""
+    return {
+        "state": "present",
+        "table": table,
+        "src": phases.var("experiment_routing_table_file", None) if table == "full" else None,
+        "limit": int(phases.var("experiment_routing_table_limit", 0) or 0),
+        "next_hop": v["gen_rx_ip"],
+    }
+
+
+def _routes_stay(phases, table):
+    """Whether the route table stays for the DUT's next trial: it has the same table, and this trial did not fail
+    with experiment_stop_on_failure (then no trial follows). Installing 900,000 routes per trial is too slow, so the
+    matrix is ordered by table and a table is removed when the next trial wants another one, or none follows."""
+    planned = phases.var("__experiment_planned")
+    pending = list(phases.var("__experiment_pending", []) or [])
+    ids = [p.get("trial_id") for p in pending]
+    if planned.get("trial_id") not in ids:
+        return False
+    failed = [f.get("trial_id") for f in phases.var("experiment_failed_trials", []) or [] if isinstance(f, dict)]
+    if phases.flag("experiment_stop_on_failure") and planned.get("trial_id") in failed:
+        return False
+    following = pending[ids.index(planned["trial_id"]) + 1 :]
+    if not following:
+        return False
+    nxt = following[0]["point"]
+    system = (phases.var("__experiment_systems", {}) or {}).get(nxt.get("system"), {})
+    return str(nxt.get("table", "none")) == table and _stack_routes(system)
+
+
+def _fib_counts(phases):
+    """bpf/xdp_router's counts per fib return code (module fib_counts) on the DUT's ingress port."""
+    return phases.module("xdplab.testbed.fib_counts", {"interface": phases.var("xdplab_dut_interface")})
+
+
+def _routing_setup(phases, v):
+    """The point's route table (fib_routes: installed once, kept while the next trials use it) and, for
+    bpf/xdp_router, the state the measure and collect read (state ``routing``)."""
+    table = _table(phases)
+    routing = {"table": table}
+    if table != "none":
+        installed = phases.module("xdplab.testbed.fib_routes", _routes_args(phases, v, table))
+        routing.update({k: installed.get(k) for k in ("routes", "added", "removed", "install_s", "read_s", "triestat")})
+        routing["installed_now"] = bool(installed.get("changed"))
+    fwd = v["fwd"]
+    plan_mode = _systems.FORWARD_MODES.get(fwd.get("forward"), {})
+    if plan_mode.get("devmap_key") == "ifindex":
+        routing["fib_lookup"] = fwd.get("fib_lookup", "direct")
+        routing["count_fib"] = bool(fwd.get("count_fib", True))
+    points = phases.var("__experiment_planned")["point"]
+    if int(points.get("destinations", 0) or 0):
+        routing["destinations"] = dict(phases.state.get("traffic", {}).get("destinations") or {})
+    phases.state["routing"] = routing
+
+
+def _routing_section(phases, routing):
+    """The record's measurement.details.routing: table, routes, install_s (0 when an earlier trial installed it:
+    installed_now false), the trie (fib_triestat's main table), the lookups' outcomes over the trial's window."""
+    out = {k: val for k, val in routing.items() if k not in ("fib_before", "triestat")}
+    trie = ((routing.get("triestat") or {}).get("tables") or {}).get("main")
+    if trie is not None:
+        out["trie"] = trie
+    if routing.get("count_fib"):
+        after = _fib_counts(phases)
+        before = routing.get("fib_before") or {}
+        out["fib_counts"] = _fib_routes.counts_delta(after.get("counts"), before.get("counts"))
+        if before.get("monotonic") is not None:
+            out["fib_counts_s"] = round(float(after["monotonic"]) - float(before["monotonic"]), 3)
+    return out
 
 
 def _router_commands(phases, v, up):
@@ -170,9 +254,11 @@ class ForwardProvider:
                     {"interface": interface, "rings": {"rx": int(ring_size), "tx": int(ring_size)}, "unsupported": "fail"},
                 )
         trex_rx_ports(phases, v)
-        if plan["router"]:
+        if _stack_routes(fwd):
             phases.shell(_router_commands(phases, v, up=True), "the stack as a router (ip_forward, a route via the "
                          "generator's receive port, no local destination)")  # fmt: skip
+            _routing_setup(phases, v)
+        if plan["router"]:
             return {"name": "ip_forward", "route": f"{phases.var('xdplab_dut_ip')}/32 via {v['gen_rx_ip']}"}
         xdp = _xdp_of(plan)
         attached = phases.module(
@@ -237,6 +323,10 @@ class ForwardProvider:
         start_at = time.time() + lead
         if scheduled:
             scheduled(start_at)
+        routing = phases.state.get("routing")
+        if routing is not None and routing.get("count_fib"):
+            # bpf/xdp_router's counts per fib return code, read again by collect: what moved over the trial's window
+            routing["fib_before"] = _fib_counts(phases)
         phases.start_job(
             DUT_JOB,
             "xdplab.testbed.rx_counters",
@@ -313,6 +403,10 @@ class ForwardProvider:
             raise failure(str(exc)) from exc
         measurement = dict(far["measurement"])
         measurement["details"] = dict(measurement["details"], forwarding=section)
+        routing = phases.state.get("routing")
+        if routing is not None:
+            # the routing experiment (issue 27): the table, its install, the trie, the lookups' outcomes
+            measurement["details"]["routing"] = _routing_section(phases, routing)
         # the DUT's CPU snapshots at its window's edges
         return {"cpu_window": dut.get("cpu_window"), "measurement": measurement}
 
@@ -329,9 +423,14 @@ class ForwardProvider:
                 "xdplab.testbed.xdp_program",
                 {"interface": v["egress"], "state": "absent", "mode": phases.var("xdplab_xdp_mode", "native")},
             )
-        if _router(v["fwd"]):
+        if _stack_routes(v["fwd"]):
             phases.shell(_router_commands(phases, v, up=False), "the stack back as found (no ip_forward, no route, the "
                          "ingress address back)")  # fmt: skip
+        table = _table(phases)
+        if table != "none" and not _routes_stay(phases, table):
+            # the route table of the module fib_routes (exactly its own routes: their proto), unless the DUT's next
+            # trial uses the same table
+            phases.module("xdplab.testbed.fib_routes", {"state": "absent"})
 
 
 # -- a forwarding process (the forwarding entries of the kinds dpdk and af_xdp: testpmd, xdplab-xsk-bench) -------------

@@ -1,0 +1,180 @@
+# Copyright (c) xdplab.testbed contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The routing experiment's route table (issue 27, playbooks/paper_routing.yml): pure functions that the module
+xdplab.testbed.fib_routes and the trial's provider share. Reading a prefix file (plain or gzip, one IPv4 prefix a
+line), parsing /proc/net/fib_triestat, the names of bpf/xdp_router's per-fib-return-code counters, and the
+per-trial ``routing`` section of the record.
+
+No Ansible import: tests/unit/test_fib_routes.py tests it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+
+try:
+    import netaddr
+except ImportError:  # pragma: no cover - the module says so
+    netaddr = None
+
+# the route protocol number the module installs its routes with (`ip route ... proto 211`): what it removes and
+# counts is exactly that, in the main table (bpf_fib_lookup looks up the main table unless told otherwise);
+# /etc/iproute2/rt_protos leaves 0-4 and a few others to the kernel and daemons, 211 to nobody
+DEFAULT_PROTO = 211
+
+# bpf/xdp_router.h: fib_counts slots (0..9 the kernel's BPF_FIB_LKUP_RET_* codes, then the program's own)
+FIB_COUNTER_NAMES = {
+    0: "success",
+    1: "blackhole",
+    2: "unreachable",
+    3: "prohibit",
+    4: "not_fwded",
+    5: "fwd_disabled",
+    6: "unsupp_lwt",
+    7: "no_neigh",
+    8: "frag_needed",
+    9: "no_src_addr",
+    11: "other",
+    12: "not_ipv4",
+    13: "ttl_expired",
+    14: "no_tx_port",
+    15: "redirected",
+}
+
+# the single table: the next hop's connected net (already there) plus two halves of the address space
+SINGLE_PREFIXES = ("0.0.0.0/1", "128.0.0.0/1")
+
+
+class FibRoutesError(ValueError):
+    """Bad input; the message names the file and line or the field, and says what to do."""
+
+
+def _open(path):
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="ascii", errors="replace")
+    return open(path, encoding="ascii", errors="replace")
+
+
+def read_prefixes(path, limit=0, max_errors=5):
+    """The prefixes of ``path`` (plain or .gz; one IPv4 prefix a line, blank lines and ``#`` comments skipped), in
+    file order, each once, as canonical strings (``a.b.c.d/len``); the first ``limit`` of them when ``limit`` > 0.
+    Every line is parsed before anything is returned: FibRoutesError names up to ``max_errors`` bad lines (file,
+    line number, text, why)."""
+    if netaddr is None:
+        raise FibRoutesError("the Python library netaddr is missing on the DUT; install python3-netaddr")
+    out, seen, errors = [], set(), []
+    try:
+        handle = _open(path)
+    except OSError as exc:
+        raise FibRoutesError(f"prefix file {path}: {exc.strerror}; give a readable file on the DUT") from None
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            text = raw.split("#", 1)[0].strip()
+            if not text:
+                continue
+            why = None
+            try:
+                net = netaddr.IPNetwork(text, version=4)
+            except (netaddr.AddrFormatError, ValueError, TypeError):
+                why = "not an IPv4 prefix"
+            else:
+                if "/" not in text:
+                    why = "no prefix length (write a.b.c.d/len)"
+                elif net.ip != net.network:
+                    why = f"host bits set (the prefix is {net.cidr})"
+            if why:
+                errors.append(f"{path} line {number}: {text!r}: {why}")
+                if len(errors) >= max_errors:
+                    break
+                continue
+            key = str(net.cidr)
+            if key not in seen:
+                seen.add(key)
+                out.append(key)
+                if limit and len(out) >= limit and not errors:
+                    break
+    if errors:
+        raise FibRoutesError(
+            "the prefix file has lines that are not IPv4 prefixes; fix or remove them (nothing was changed): "
+            + "; ".join(errors)
+        )
+    if not out:
+        raise FibRoutesError(f"prefix file {path} has no prefix; give one IPv4 prefix a line")
+    return out
+
+
+def route_key(dst):
+    """`ip -j route` writes a host route without its /32 and the default route as 'default'."""
+    if dst == "default":
+        return "0.0.0.0/0"
+    return dst if "/" in dst else f"{dst}/32"
+
+
+_TABLE_RE = re.compile(r"^(\S[^:]*):\s*$")
+_FIELDS = {
+    "Aver depth": ("avg_depth", float),
+    "Max depth": ("max_depth", int),
+    "Leaves": ("leaves", int),
+    "Prefixes": ("prefixes", int),
+    "Internal nodes": ("internal_nodes", int),
+    "Pointers": ("pointers", int),
+    "Null ptrs": ("null_pointers", int),
+}
+
+
+def parse_triestat(text):
+    """/proc/net/fib_triestat as {leaf_size, tnode_size, tables: {name: {avg_depth, max_depth, leaves, prefixes,
+    internal_nodes, node_sizes {bits: count}, pointers, null_pointers, total_kb}}} (names lower case: main, local).
+    The kernel writes 'Null ptrs' and 'Total size' without indentation, after 'Pointers'; both belong to the table
+    above them."""
+    out = {"leaf_size": None, "tnode_size": None, "tables": {}}
+    m = re.search(r"size of leaf:\s*(\d+) bytes, size of tnode:\s*(\d+) bytes", text)
+    if m:
+        out["leaf_size"], out["tnode_size"] = int(m.group(1)), int(m.group(2))
+    table = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("Basic info"):
+            continue
+        m = _TABLE_RE.match(line)
+        if m and not line.startswith((" ", "\t")):
+            table = out["tables"].setdefault(m.group(1).strip().lower(), {})
+            continue
+        if table is None:
+            continue
+        if ":" in stripped and re.match(r"^\d+:", stripped):
+            # the internal nodes by their number of child bits: '1: 37  2: 92783 ...'
+            table["node_sizes"] = {int(b): int(n) for b, n in re.findall(r"(\d+):\s*(\d+)", stripped)}
+            continue
+        name, _sep, value = stripped.partition(":")
+        name, value = name.strip(), value.strip()
+        if name in _FIELDS:
+            key, kind = _FIELDS[name]
+            try:
+                table[key] = kind(value.split()[0])
+            except (ValueError, IndexError):
+                table[key] = None
+        elif name == "Total size":
+            m = re.match(r"(\d+)\s*kB", value)
+            table["total_kb"] = int(m.group(1)) if m else None
+    return out
+
+
+def fib_counts(values_by_slot):
+    """bpf/xdp_router's fib_counts (summed over CPUs, {slot: count}) by name; slots without a name are kept as
+    ``slot_N``."""
+    out = {}
+    for slot, value in sorted((int(k), int(v)) for k, v in (values_by_slot or {}).items()):
+        out[FIB_COUNTER_NAMES.get(slot, f"slot_{slot}")] = value
+    return out
+
+
+def counts_delta(after, before):
+    """What moved between two fib_counts reads (names -> count)."""
+    before = before or {}
+    return {k: int(v) - int(before.get(k, 0)) for k, v in (after or {}).items()}
