@@ -44,6 +44,10 @@ FIB_COUNTER_NAMES = {
     15: "redirected",
 }
 
+# what no destination may be in (the special-purpose ranges routers drop; module_utils/_addresses.py's MARTIAN_NETS
+# where it exists, issue 27 piece 1)
+MARTIAN = ("0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "240.0.0.0/4")
+
 # the single table: the next hop's connected net (already there) plus two halves of the address space
 SINGLE_PREFIXES = ("0.0.0.0/1", "128.0.0.0/1")
 
@@ -178,3 +182,36 @@ def counts_delta(after, before):
     """What moved between two fib_counts reads (names -> count)."""
     before = before or {}
     return {k: int(v) - int(before.get(k, 0)) for k, v in (after or {}).items()}
+
+
+def draw_in_table(prefixes, count, seed, exclude=()):
+    """``count`` unique addresses drawn with random.Random(seed) from the table's prefixes: a prefix picked uniformly,
+    then an address in it (not its network or broadcast address when it has them), never in ``exclude`` (CIDRs: the
+    martian space, the lab's connected nets). Every address has a covering route of the table by construction; the
+    same table, count and seed give the same list (single and full share it)."""
+    import random
+
+    if count < 1:
+        raise FibRoutesError(f"destinations {count}: give at least 1")
+    nets = [netaddr.IPNetwork(p) for p in prefixes]
+    excluded = netaddr.IPSet(exclude)
+    if not nets:
+        raise FibRoutesError("the table has no prefix to draw destinations in")
+    rng = random.Random(seed)
+    out, seen = [], set()
+    tries = 0
+    while len(out) < count:
+        tries += 1
+        if tries > count * 50:
+            raise FibRoutesError(
+                f"could draw only {len(out)} of {count} distinct destinations in the table; give fewer destinations"
+            )
+        net = nets[rng.randrange(len(nets))]
+        size = net.size
+        first, span = (1, size - 2) if size > 2 else (0, size)
+        addr = netaddr.IPAddress(int(net.first) + first + rng.randrange(span))
+        if addr in excluded or int(addr) in seen:
+            continue
+        seen.add(int(addr))
+        out.append(str(addr))
+    return out

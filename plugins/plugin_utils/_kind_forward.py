@@ -30,12 +30,14 @@ trial (the functions below ``PROCESS_JOB``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 import re
 import shlex
 import time
 
+import netaddr
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.filter.forwarding import forwarding_section
 from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_routes, _systems
@@ -140,13 +142,55 @@ def _fib_counts(phases):
     return phases.module("xdplab.testbed.fib_counts", {"interface": phases.var("xdplab_dut_interface")})
 
 
+def _lab_nets(phases, v):
+    """The lab's connected nets (the generator's and its receive port's): no destination may be in them."""
+    prefix = int(v["prefix"])
+    nets = []
+    for address in (v["gen"].get("ip"), v["gen_rx_ip"], phases.var("xdplab_dut_ip", None)):
+        if address:
+            nets.append(str(netaddr.IPNetwork(f"{address}/{prefix}").cidr))
+    return sorted(set(nets))
+
+
+def _routing_destinations(phases, v, count):
+    """The point's destinations (axis ``destinations``): ``count`` addresses drawn in the table's prefixes
+    (experiment_routing_table_file, its first experiment_routing_table_limit), seeded (experiment_routing_seed):
+    every one has a covering route in either table, single and full send to the same list. Outside the martian
+    space and the lab's nets; the generator gets the list (traffic_generator's destinations) and the record its
+    count, seed and sha256."""
+    src = phases.var("experiment_routing_table_file", None)
+    try:
+        prefixes = _fib_routes.read_prefixes(src, limit=int(phases.var("experiment_routing_table_limit", 0) or 0))
+        exclude = _lab_nets(phases, v)
+        drawn = _fib_routes.draw_in_table(
+            prefixes, count, int(phases.var("experiment_routing_seed", 1)), exclude + list(_fib_routes.MARTIAN)
+        )
+    except _fib_routes.FibRoutesError as exc:
+        raise failure(f"the routing experiment's destinations: {exc}") from exc
+    traffic = phases.state.setdefault("traffic", {})
+    traffic["destinations"] = {"list": drawn}
+    traffic["exclude"] = exclude
+    return drawn
+
+
 def _routing_setup(phases, v):
     """The point's route table (fib_routes: installed once, kept while the next trials use it) and, for
     bpf/xdp_router, the state the measure and collect read (state ``routing``)."""
     table = _table(phases)
     routing = {"table": table}
+    count = int(phases.var("__experiment_planned")["point"].get("destinations", 0) or 0)
+    destinations = _routing_destinations(phases, v, count) if count else []
+    if destinations:
+        routing["destinations"] = {
+            "count": len(destinations),
+            "seed": int(phases.var("experiment_routing_seed", 1)),
+            "sha256": hashlib.sha256(("\n".join(destinations) + "\n").encode()).hexdigest(),
+            "first": destinations[:3],
+        }
     if table != "none":
-        installed = phases.module("xdplab.testbed.fib_routes", _routes_args(phases, v, table))
+        installed = phases.module(
+            "xdplab.testbed.fib_routes", dict(_routes_args(phases, v, table), destinations=destinations)
+        )
         routing.update({k: installed.get(k) for k in ("routes", "added", "removed", "install_s", "read_s", "triestat")})
         routing["installed_now"] = bool(installed.get("changed"))
     fwd = v["fwd"]
@@ -154,9 +198,6 @@ def _routing_setup(phases, v):
     if plan_mode.get("devmap_key") == "ifindex":
         routing["fib_lookup"] = fwd.get("fib_lookup", "direct")
         routing["count_fib"] = bool(fwd.get("count_fib", True))
-    points = phases.var("__experiment_planned")["point"]
-    if int(points.get("destinations", 0) or 0):
-        routing["destinations"] = dict(phases.state.get("traffic", {}).get("destinations") or {})
     phases.state["routing"] = routing
 
 

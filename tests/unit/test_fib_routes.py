@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The routing experiment's parsing (plugins/module_utils/_fib_routes.py): the prefix file (plain and gzip, bad lines
+named with their numbers, host bits, duplicates, limit), /proc/net/fib_triestat as the kernel writes it (a fixture
+captured on this machine with the full table of playbooks/reference in a namespace: 901,899 routes of proto 211 plus
+the connected net), the xdp_router counters by name, the destinations drawn in the table."""
+
+import gzip
+import os
+
+import netaddr
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_routes as fr
+from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "fib_triestat_full_table.txt")
+
+
+def test_triestat_of_the_full_table():
+    with open(FIXTURE) as handle:
+        stat = fr.parse_triestat(handle.read())
+    assert stat["leaf_size"] == 48 and stat["tnode_size"] == 40
+    assert sorted(stat["tables"]) == ["local", "main"]
+    main = stat["tables"]["main"]
+    assert main == {
+        "avg_depth": 2.22, "max_depth": 7, "leaves": 840393, "prefixes": 901902, "internal_nodes": 149110,
+        "node_sizes": {1: 37, 2: 92783, 3: 26280, 4: 12708, 5: 8975, 6: 7958, 7: 368, 18: 1},
+        "pointers": 1890534, "null_pointers": 901032, "total_kb": 109311,
+    }  # fmt: skip
+    # the node counts by child bits add up to the internal nodes
+    assert sum(main["node_sizes"].values()) == main["internal_nodes"]
+
+
+def test_triestat_without_tables():
+    stat = fr.parse_triestat("Basic info: size of leaf: 48 bytes, size of tnode: 40 bytes.\n")
+    assert stat == {"leaf_size": 48, "tnode_size": 40, "tables": {}}
+
+
+def test_prefix_file_plain_and_gzip(tmp_path):
+    text = "# a comment\n10.0.0.0/8\n\n1.0.0.0/24  # trailing\n10.0.0.0/8\n1.0.4.0/22\n"
+    plain = tmp_path / "t.txt"
+    plain.write_text(text)
+    packed = tmp_path / "t.txt.gz"
+    with gzip.open(packed, "wt") as handle:
+        handle.write(text)
+    for path in (plain, packed):
+        assert fr.read_prefixes(str(path)) == ["10.0.0.0/8", "1.0.0.0/24", "1.0.4.0/22"]
+        assert fr.read_prefixes(str(path), limit=2) == ["10.0.0.0/8", "1.0.0.0/24"]
+
+
+def test_prefix_file_bad_lines_named(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("1.0.0.0/24\n1.2.3.4/24\nfoo\n300.1.1.0/24\n2001:db8::/32\n5.5.5.5\nbar\n")
+    with pytest.raises(fr.FibRoutesError) as err:
+        fr.read_prefixes(str(path))
+    msg = str(err.value)
+    assert "nothing was changed" in msg
+    assert f"{path} line 2: '1.2.3.4/24': host bits set (the prefix is 1.2.3.0/24)" in msg
+    assert f"{path} line 3: 'foo': not an IPv4 prefix" in msg
+    assert f"{path} line 4: '300.1.1.0/24': not an IPv4 prefix" in msg
+    assert f"{path} line 5: '2001:db8::/32': not an IPv4 prefix" in msg
+    assert f"{path} line 6: '5.5.5.5': no prefix length (write a.b.c.d/len)" in msg
+    # at most five named
+    assert "line 7" not in msg
+
+
+def test_prefix_file_missing_or_empty(tmp_path):
+    with pytest.raises(fr.FibRoutesError, match="readable file"):
+        fr.read_prefixes(str(tmp_path / "nope.txt"))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n")
+    with pytest.raises(fr.FibRoutesError, match="has no prefix"):
+        fr.read_prefixes(str(empty))
+
+
+def test_route_keys():
+    assert fr.route_key("default") == "0.0.0.0/0"
+    assert fr.route_key("1.2.3.4") == "1.2.3.4/32"
+    assert fr.route_key("1.2.3.0/24") == "1.2.3.0/24"
+
+
+def test_fib_counts_by_name_and_delta():
+    named = fr.fib_counts({0: 10, 7: 2, 12: 1, 15: 10, 10: 0})
+    assert named == {"success": 10, "no_neigh": 2, "slot_10": 0, "not_ipv4": 1, "redirected": 10}
+    assert fr.counts_delta({"success": 30, "no_neigh": 2}, {"success": 10}) == {"success": 20, "no_neigh": 2}
+
+
+def test_destinations_in_the_table_seeded_and_covered():
+    prefixes = ["1.0.0.0/24", "1.0.4.0/22", "198.18.0.0/15", "8.8.8.8/32", "127.0.0.0/8"]
+    exclude = ["198.18.0.0/15", *fr.MARTIAN]
+    a = fr.draw_in_table(prefixes, 200, 7, exclude)
+    assert a == fr.draw_in_table(prefixes, 200, 7, exclude) and a != fr.draw_in_table(prefixes, 200, 8, exclude)
+    assert len(set(a)) == 200
+    nets = [netaddr.IPNetwork(p) for p in prefixes]
+    bad = netaddr.IPSet(exclude)
+    for address in a:
+        ip = netaddr.IPAddress(address)
+        assert ip not in bad and any(ip in n for n in nets), address
+    with pytest.raises(fr.FibRoutesError, match="give fewer destinations"):
+        fr.draw_in_table(["8.8.8.8/32"], 2, 1)
+    with pytest.raises(fr.FibRoutesError, match="at least 1"):
+        fr.draw_in_table(prefixes, 0, 1)
+
+
+def test_router_plan():
+    system = {"name": "xdp_router", "impl": "forward", "forward": "xdp_router", "return_port": "egress"}
+    plan = _systems.forward_plan(system, "veth-dut1", 0, {}, {})
+    assert plan["xdp"] == {"object": "xdp_router", "program": "xdp_router", "variables": {"direct": 1, "count_fib": 1},
+                           "map_entries": {"tx_ports": {"veth-dut1": "veth-dut1"}}}  # fmt: skip
+    full = _systems.forward_plan(dict(system, fib_lookup="full", count_fib=False), "veth-dut1", 0, {}, {})
+    assert full["xdp"]["variables"] == {"direct": 0, "count_fib": 0}
+    with pytest.raises(_systems.SystemsError, match="fib_lookup 'fast' is not one of direct, full"):
+        _systems.forward_plan(dict(system, fib_lookup="fast"), "veth-dut1", 0, {}, {})
+    # only the routing matrix has the axes: another kind's trials are pinned to none / 0
+    matrix = _systems.system_matrix(["xdp", "xdp_router"], {"table": ["full"], "destinations": [4000]},
+                                    {"xdp": {"impl": "xdp"}, "xdp_router": system}, [1])  # fmt: skip
+    assert {"system": ["xdp"], "table": ["none"], "destinations": [0]} in matrix
+    assert {"system": ["xdp_router"], "table": ["full"], "destinations": [4000]} in matrix
