@@ -115,3 +115,45 @@ def test_router_plan():
                                     {"xdp": {"impl": "xdp"}, "xdp_router": system}, [1])  # fmt: skip
     assert {"system": ["xdp"], "table": ["none"], "destinations": [0]} in matrix
     assert {"system": ["xdp_router"], "table": ["full"], "destinations": [4000]} in matrix
+
+
+ROUTING_SYSTEMS = {
+    "xdp_router": {"impl": "forward", "forward": "xdp_router", "return_port": "egress"},
+    "linux_forward": {"impl": "forward", "forward": "linux", "return_port": "egress"},
+    "xdp_tx": {"impl": "forward", "forward": "xdp_tx", "return_port": "ingress"},
+}
+
+
+def test_routing_input_errors(tmp_path):
+    from ansible_collections.xdplab.testbed.plugins.module_utils._experiment_input import routing_errors
+
+    good = tmp_path / "table.txt"
+    good.write_text("1.0.0.0/24\n1.0.4.0/22\n")
+    options = {"experiment_systems": ROUTING_SYSTEMS, "experiment_routing_table_file": str(good)}
+    matrix = [{"table": ["single", "full"], "system": ["xdp_router", "linux_forward"], "destinations": [4000],
+               "packet_len": [64]}]  # fmt: skip
+    assert routing_errors(matrix, options, {}) == []
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1.0.0.0/24\n1.0.0.1/24\n")
+    errors = routing_errors(
+        [{"table": ["full", "huge"], "system": ["xdp_router", "xdp_tx"], "destinations": [-1, 70000],
+          "packet_len": [64, 1519]}],
+        dict(options, experiment_routing_table_file=str(bad), experiment_routing_table_limit=-2),
+        {"xdplab_dut_mtu": 1500},
+    )  # fmt: skip
+    assert errors == [
+        "table: ['huge'] is not one of none, single, full; the route table of a routing trial",
+        "destinations: [-1, 70000]: give whole numbers from 1 to 65536 (the generator's list; 0: only the DUT's address)",
+        'system: xdp_tx does not route (forward "xdp_tx"): a route table (the table axis) applies to linux_forward and '
+        "xdp_router; give it table none or leave it out",
+        "experiment_routing_table_limit: -2: give 0 (every prefix) or how many to install",
+        "experiment_routing_table_file: the prefix file has lines that are not IPv4 prefixes; fix or remove them "
+        f"(nothing was changed): {bad} line 2: '1.0.0.1/24': host bits set (the prefix is 1.0.0.0/24)",
+        "dut: packet_len: [1519]: the IPv4 packet (packet_len - 18 bytes of Ethernet header and FCS) is over the DUT's "
+        "MTU 1500 (xdplab_dut_mtu): the router answers FRAG_NEEDED instead of forwarding; give frames of at most 1518 bytes",
+    ]
+    missing = routing_errors(matrix, {"experiment_systems": ROUTING_SYSTEMS}, {})
+    assert missing == [
+        "experiment_routing_table_file: not set; name the prefix file (one IPv4 prefix a line, plain or .gz): the full "
+        "table and where the destinations are drawn"
+    ]
