@@ -499,6 +499,8 @@ FORWARD_MODES = {
     # the router (issue 27, paper_routing): bpf_fib_lookup, the devmap keyed by the egress ifindex; the stack's
     # router settings too (ip_forward: bpf_fib_lookup answers FWD_DISABLED without it; the next hop's neighbour)
     "xdp_router": {"object": "xdp_router", "program": "xdp_router", "devmap": True, "devmap_key": "ifindex", "routes": True},
+    # xdp-tools' xdp-forward (1.4 and newer; not in Debian 12's xdp-tools 1.3.1): loaded on both ports, fib-direct
+    "xdp_tools": {"external": "xdp-forward", "routes": True},
     # forwarding processes of their own kinds (testpmd `mac`/`macswap`, xdplab-xsk-bench l2fwd): the forward kind's
     # code gives them the far side and the window (plugin_utils/_kind_forward.py ForwardingProcess), not a program
     "dpdk": {"process": True},
@@ -530,6 +532,8 @@ def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
         return {"mode": mode, "router": False, "xdp": None, "process": True}
     if spec.get("router"):
         return {"mode": mode, "router": True, "xdp": None, "process": False}
+    if spec.get("external"):
+        return {"mode": mode, "router": False, "xdp": None, "process": False, "external": spec["external"]}
     variables, maps = {}, {}
     if "touch" in spec:
         variables = {"touch_mode": touch_modes[spec["touch"]], "count_mode": count_modes[spec["count"]]}

@@ -217,6 +217,20 @@ def _routing_section(phases, routing):
     return out
 
 
+def _external_setup(phases, fwd, tool, ports):
+    """Another project's forwarding plane (xdp-tools' xdp-forward): loaded on the DUT's two ports in the system's
+    mode (fib-direct, as the paper's xdp_fwd -D); the preflight said already when the tool is missing (the system's
+    ``requires``), this says it again for a run without the preflight."""
+    mode = fwd.get("fwd_mode", "fib-direct")
+    quoted = " ".join(shlex.quote(p) for p in ports)
+    script = (
+        f"command -v {tool} >/dev/null || {{ echo '{tool} is not installed (Debian 12 xdp-tools 1.3.1 has none)' >&2; "
+        f"exit 3; }}; {tool} load -f {shlex.quote(mode)} {quoted}"
+    )
+    phases.shell(script, f"{tool} on {', '.join(ports)}")
+    return {"name": tool, "command": f"{tool} load -f {mode} {' '.join(ports)}"}
+
+
 def _router_commands(phases, v, up):
     """The router's shell commands (as tasks/systems/forward/vars.yml had them). Up: the destination (xdplab_dut_ip,
     what the generator sends to) stops being local and is routed out of the egress port to the generator's receive
@@ -301,6 +315,8 @@ class ForwardProvider:
             _routing_setup(phases, v)
         if plan["router"]:
             return {"name": "ip_forward", "route": f"{phases.var('xdplab_dut_ip')}/32 via {v['gen_rx_ip']}"}
+        if plan.get("external"):
+            return _external_setup(phases, fwd, plan["external"], [dut_if, egress])
         xdp = _xdp_of(plan)
         attached = phases.module(
             "xdplab.testbed.xdp_program",
@@ -464,6 +480,11 @@ class ForwardProvider:
                 "xdplab.testbed.xdp_program",
                 {"interface": v["egress"], "state": "absent", "mode": phases.var("xdplab_xdp_mode", "native")},
             )
+        external = _systems.FORWARD_MODES.get(v["fwd"].get("forward"), {}).get("external")
+        if external:
+            ports = " ".join(shlex.quote(p) for p in (phases.var("xdplab_dut_interface"), v["egress"]) if p)
+            phases.shell(f"! command -v {external} >/dev/null || {external} unload {ports} || true",
+                         f"{external} unloaded")  # fmt: skip
         if _stack_routes(v["fwd"]):
             phases.shell(_router_commands(phases, v, up=False), "the stack back as found (no ip_forward, no route, the "
                          "ingress address back)")  # fmt: skip
