@@ -15,6 +15,8 @@ from __future__ import annotations
 import gzip
 import re
 
+from ansible_collections.xdplab.testbed.plugins.module_utils._addresses import MARTIAN_NETS
+
 try:
     import netaddr
 except ImportError:  # pragma: no cover - the module says so
@@ -44,9 +46,8 @@ FIB_COUNTER_NAMES = {
     15: "redirected",
 }
 
-# what no destination may be in (the special-purpose ranges routers drop; module_utils/_addresses.py's MARTIAN_NETS
-# where it exists, issue 27 piece 1)
-MARTIAN = ("0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "240.0.0.0/4")
+# what no destination may be in: the one list of martian space (module_utils/_addresses.py MARTIAN_NETS)
+MARTIAN = tuple(net for net, _why in MARTIAN_NETS)
 
 # the single table: the next hop's connected net (already there) plus two halves of the address space
 SINGLE_PREFIXES = ("0.0.0.0/1", "128.0.0.0/1")
