@@ -25,9 +25,9 @@ description:
     a connected net of this namespace and has a permanent neighbour entry, IPv4 forwarding is on. A prefix that is
     already in the main table with another protocol (a connected or local route) is left alone and counted in
     RV(skipped)."
-  - The routes go in with C(ip -batch) in chunks of O(chunk) lines (C(ip) keeps every command of a batch in memory:
+  - "The routes go in with C(ip -batch) in chunks of O(chunk) lines (C(ip) keeps every command of a batch in memory:
     900,000 routes in one batch took 3.6 GB of resident memory here, 50,000 about 200 MB). The time the routes took
-    is RV(install_s).
+    is RV(install_s)."
   - Idempotent by counting and comparing the prefixes that carry O(proto); a second run with the same input reports
     C(changed=false).
 extends_documentation_fragment:
@@ -152,7 +152,7 @@ triestat:
         (count by child bits), pointers, null_pointers, total_kb."
       type: dict
   sample: {leaf_size: 48, tnode_size: 40, tables: {main: {avg_depth: 2.22, max_depth: 7, leaves: 840393,
-           prefixes: 901902, internal_nodes: 149110, node_sizes: {1: 37, 2: 92783}, pointers: 1890534,
+           prefixes: 901902, internal_nodes: 149110, node_sizes: {"1": 37, "2": 92783}, pointers: 1890534,
            null_pointers: 901032, total_kb: 109311}}}
 """
 

@@ -37,7 +37,6 @@ import re
 import shlex
 import time
 
-import netaddr
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.filter.forwarding import forwarding_section
 from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_routes, _systems
@@ -144,6 +143,8 @@ def _fib_counts(phases):
 
 def _lab_nets(phases, v):
     """The lab's connected nets (the generator's and its receive port's): no destination may be in them."""
+    import netaddr  # the controller's (requirements.txt); imported here so that the trial action loads without it
+
     prefix = int(v["prefix"])
     nets = []
     for address in (v["gen"].get("ip"), v["gen_rx_ip"], phases.var("xdplab_dut_ip", None)):
