@@ -153,6 +153,34 @@ def _lab_nets(phases, v):
     return sorted(set(nets))
 
 
+def _drawn_cached(src, limit, count, seed, exclude):
+    """draw_in_table over the table's prefixes, kept in a file of the controller's temporary directory for the next
+    trials (reading and parsing 901,899 prefixes takes seconds per trial): keyed by the file (path, size, mtime), the
+    limit, the count, the seed and the exclusions, so a changed input draws again."""
+    import json
+    import tempfile
+
+    try:
+        st = os.stat(src)
+    except (OSError, TypeError) as exc:
+        raise _fib_routes.FibRoutesError(f"prefix file {src}: {exc}; give a readable file") from None
+    key = json.dumps([os.path.abspath(src), st.st_size, st.st_mtime_ns, limit, count, seed, sorted(exclude)])
+    path = os.path.join(tempfile.gettempdir(), f"xdplab-routing-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json")
+    with contextlib.suppress(OSError, ValueError):
+        with open(path) as handle:
+            cached = json.load(handle)
+        if cached.get("key") == key:
+            return cached["destinations"]
+    prefixes = _fib_routes.read_prefixes(src, limit=limit)
+    drawn = _fib_routes.draw_in_table(prefixes, count, seed, list(exclude) + list(_fib_routes.MARTIAN))
+    with contextlib.suppress(OSError):
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as handle:
+            json.dump({"key": key, "destinations": drawn}, handle)
+        os.replace(tmp, path)
+    return drawn
+
+
 def _routing_destinations(phases, v, count):
     """The point's destinations (axis ``destinations``): ``count`` addresses drawn in the table's prefixes
     (experiment_routing_table_file, its first experiment_routing_table_limit), seeded (experiment_routing_seed):
@@ -160,12 +188,11 @@ def _routing_destinations(phases, v, count):
     space and the lab's nets; the generator gets the list (traffic_generator's destinations) and the record its
     count, seed and sha256."""
     src = phases.var("experiment_routing_table_file", None)
+    limit = int(phases.var("experiment_routing_table_limit", 0) or 0)
+    seed = int(phases.var("experiment_routing_seed", 1))
+    exclude = _lab_nets(phases, v)
     try:
-        prefixes = _fib_routes.read_prefixes(src, limit=int(phases.var("experiment_routing_table_limit", 0) or 0))
-        exclude = _lab_nets(phases, v)
-        drawn = _fib_routes.draw_in_table(
-            prefixes, count, int(phases.var("experiment_routing_seed", 1)), exclude + list(_fib_routes.MARTIAN)
-        )
+        drawn = _drawn_cached(src, limit, count, seed, exclude)
     except _fib_routes.FibRoutesError as exc:
         raise failure(f"the routing experiment's destinations: {exc}") from exc
     traffic = phases.state.setdefault("traffic", {})
