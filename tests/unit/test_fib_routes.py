@@ -157,3 +157,30 @@ def test_routing_input_errors(tmp_path):
         "experiment_routing_table_file: not set; name the prefix file (one IPv4 prefix a line, plain or .gz): the full "
         "table and where the destinations are drawn"
     ]
+
+
+def test_ratio_rows_ns_added_is_the_full_tables_cost_per_packet():
+    """The routing report's per-packet cost (module_utils/_ratios.py compare ns_added): 1e9/pps_full - 1e9/pps_single,
+    ours and the paper's (usecase_routing.csv at 1 core: +153 ns Linux, +104 ns XDP)."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _ratios
+
+    def rec(system, table, pps):
+        return {"point": {"system": system, "table": table, "cores": 1}, "result": {"pps": pps}}
+
+    records = [rec("xdp_router", "single", 1e6), rec("xdp_router", "single", 3e6), rec("xdp_router", "full", 1e6)]
+    spec = _ratios.validate({
+        "name": "cost", "compare": "ns_added", "per": ["cores"],
+        "numerator": {"match": {"system": "xdp_router", "table": "full"}},
+        "denominator": {"match": {"system": "xdp_router", "table": "single"}},
+        "paper": {"file": "usecase_routing.csv", "numerator_column": "xdp_full_table_rx256_pps",
+                  "denominator_column": "xdp_single_route_rx256_pps", "x": "cores"},
+    })  # fmt: skip
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "reference", "usecase_routing.csv")
+    with open(path) as handle:
+        rows = _ratios.ratio_rows(records, spec, handle.read())
+    # ours: the single route's median is 2 Mpps (500 ns), the full table's 1 Mpps (1000 ns)
+    assert rows[0]["ours"] == pytest.approx(500.0)
+    assert rows[0]["paper"] == pytest.approx(1e9 / 3446000 - 1e9 / 5356000) and round(rows[0]["paper"]) == 103
+    assert "| cost | cores 1 | +500.0 ns | +103.5 ns |" in _ratios.to_markdown(rows)
+    with pytest.raises(_ratios.RatioError, match="compare must be one of ratio, ns_added"):
+        _ratios.validate(dict(spec, compare="diff"))
