@@ -216,3 +216,95 @@ def draw_in_table(prefixes, count, seed, exclude=()):
         seen.add(int(addr))
         out.append(str(addr))
     return out
+
+
+def _median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def routing_markdown(records):
+    """The report's "Route tables" section, from the records' result.details.routing (the routing experiment, issue
+    27): per table, its routes, the install time (the trial that installed it) and the trie (fib_triestat); per
+    system and table, what the router's lookups returned (bpf/xdp_router's counts, summed over the trials). Empty
+    when no record has a routing section, so that other experiments' reports do not change."""
+    routing = [
+        (rec, rec["result"]["details"]["routing"])
+        for rec in records
+        if rec.get("status") == "ok" and isinstance(((rec.get("result") or {}).get("details") or {}).get("routing"), dict)
+    ]
+    if not routing:
+        return ""
+    tables = {}
+    for _rec, sec in routing:
+        entry = tables.setdefault(sec.get("table"), {"routes": set(), "install_s": [], "read_s": [], "trie": None})
+        if sec.get("routes") is not None:
+            entry["routes"].add(sec["routes"])
+        if sec.get("installed_now"):
+            entry["install_s"].append(sec.get("install_s"))
+        entry["read_s"].append(sec.get("read_s"))
+        entry["trie"] = sec.get("trie") or entry["trie"]
+    lines = [
+        "## Route tables",
+        "",
+        "Installed by the module fib_routes via the generator's receive address (route protocol 211, main table), once "
+        "per table and kept for the trials that share it; install s: the routes' `ip -batch` time of the trial that "
+        "installed them (the median where several did); the trie: /proc/net/fib_triestat's main table on the DUT.",
+        "",
+        "| table | routes | install s | check s (median) | trie depth (avg / max) | leaves | prefixes | internal nodes "
+        "| trie kB |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for name in sorted(tables, key=str):
+        entry = tables[name]
+        trie = entry["trie"] or {}
+        install = _median(entry["install_s"])
+        check = _median(entry["read_s"])
+        lines.append(
+            "| %s | %s | %s | %s | %s / %s | %s | %s | %s | %s |"
+            % (
+                name,
+                ", ".join(str(r) for r in sorted(entry["routes"])) or "-",
+                "-" if install is None else "%.2f" % install,
+                "-" if check is None else "%.2f" % check,
+                trie.get("avg_depth", "-"),
+                trie.get("max_depth", "-"),
+                trie.get("leaves", "-"),
+                trie.get("prefixes", "-"),
+                trie.get("internal_nodes", "-"),
+                trie.get("total_kb", "-"),
+            )
+        )
+    counted = {}
+    for rec, sec in routing:
+        if not sec.get("fib_counts"):
+            continue
+        key = (rec["point"].get("system"), sec.get("table"), rec["point"].get("destinations"))
+        total = counted.setdefault(key, {})
+        for name, value in sec["fib_counts"].items():
+            total[name] = total.get(name, 0) + int(value)
+    if counted:
+        names = [n for n in FIB_COUNTER_NAMES.values() if any(c.get(n) for c in counted.values())]
+        lines += [
+            "",
+            "What bpf/xdp_router's lookups returned (its per-CPU counts by bpf_fib_lookup return code, summed over the "
+            "trials, from the measure's start to its collect); every code that never occurred is left out.",
+            "",
+            "| system | table | destinations | " + " | ".join(names) + " |",
+            "|---|---|---:|" + "---:|" * len(names),
+        ]
+        for (system, table, dests), total in sorted(counted.items(), key=lambda item: [str(x) for x in item[0]]):
+            lines.append("| %s | %s | %s | " % (system, table, dests) + " | ".join(str(total.get(n, 0)) for n in names) + " |")
+    dests = {json_key(sec.get("destinations")) for _rec, sec in routing if sec.get("destinations")}
+    if dests:
+        listed = "; ".join(sorted(dests))
+        lines += ["", "Destinations (drawn in the table's prefixes; count, seed, sha256 of the list): %s." % listed]
+    return "\n".join(lines) + "\n"
+
+
+def json_key(destinations):
+    """One destination list as the report names it."""
+    return "%s, seed %s, sha256 %s" % (destinations.get("count"), destinations.get("seed"), str(destinations.get("sha256"))[:12])

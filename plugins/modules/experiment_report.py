@@ -290,6 +290,7 @@ skipped_lines:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_routes as fib_routes
 from ansible_collections.xdplab.testbed.plugins.module_utils import _figures as figs
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ratios as ratios
 from ansible_collections.xdplab.testbed.plugins.module_utils import _report as report
@@ -512,6 +513,10 @@ class ExperimentReport:
                 no_ratio.append(spec["name"])
         if ratio_specs:
             markdown = markdown.rstrip("\n") + "\n\n" + ratios.to_markdown(ratio_rows, no_ratio)
+        # the routing experiment's route tables and lookups (records with result.details.routing only, issue 27)
+        route_tables = fib_routes.routing_markdown(records)
+        if route_tables:
+            markdown = markdown.rstrip("\n") + "\n\n" + route_tables
         csv_text = report.to_csv(rows)
         dest = self.p["dest"] or os.path.dirname(os.path.abspath(self.p["results"]))
         files, changed = self._write_tables(dest, "report", csv_text, markdown)

@@ -184,3 +184,25 @@ def test_ratio_rows_ns_added_is_the_full_tables_cost_per_packet():
     assert "| cost | cores 1 | +500.0 ns | +103.5 ns |" in _ratios.to_markdown(rows)
     with pytest.raises(_ratios.RatioError, match="compare must be one of ratio, ns_added"):
         _ratios.validate(dict(spec, compare="diff"))
+
+
+def test_route_tables_section_of_the_report():
+    def rec(system, table, routing):
+        return {"status": "ok", "point": {"system": system, "table": table, "destinations": 10},
+                "result": {"details": {"routing": routing}}}  # fmt: skip
+
+    trie = {"avg_depth": 2.2, "max_depth": 7, "leaves": 5, "prefixes": 6, "internal_nodes": 2, "total_kb": 1}
+    dests = {"count": 10, "seed": 1, "sha256": "ab" * 32}
+    records = [
+        rec("xdp_router", "full", {"table": "full", "routes": 20000, "installed_now": True, "install_s": 0.5, "read_s": 1.0,
+                                   "trie": trie, "destinations": dests, "fib_counts": {"success": 9, "no_neigh": 0, "redirected": 9}}),
+        rec("linux_forward", "full", {"table": "full", "routes": 20000, "installed_now": False, "install_s": 0.0, "read_s": 3.0,
+                                      "trie": trie, "destinations": dests}),
+        {"status": "ok", "point": {"system": "xdp"}, "result": {"details": {}}},
+    ]  # fmt: skip
+    text = fr.routing_markdown(records)
+    assert "| full | 20000 | 0.50 | 2.00 | 2.2 / 7 | 5 | 6 | 2 | 1 |" in text
+    assert "| system | table | destinations | success | redirected |" in text and "| xdp_router | full | 10 | 9 | 9 |" in text
+    assert "10, seed 1, sha256 abababababab" in text
+    # another experiment's records: no section
+    assert fr.routing_markdown(records[2:]) == ""
