@@ -195,7 +195,8 @@ def test_route_tables_section_of_the_report():
     dests = {"count": 10, "seed": 1, "sha256": "ab" * 32}
     records = [
         rec("xdp_router", "full", {"table": "full", "routes": 20000, "installed_now": True, "install_s": 0.5, "read_s": 1.0,
-                                   "trie": trie, "destinations": dests, "fib_counts": {"success": 9, "no_neigh": 0, "redirected": 9}}),
+                                   "trie": trie, "destinations": dests,
+                                   "fib_counts": {"success": 9, "no_neigh": 0, "redirected": 9}}),
         rec("linux_forward", "full", {"table": "full", "routes": 20000, "installed_now": False, "install_s": 0.0, "read_s": 3.0,
                                       "trie": trie, "destinations": dests}),
         {"status": "ok", "point": {"system": "xdp"}, "result": {"details": {}}},
