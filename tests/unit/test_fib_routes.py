@@ -207,3 +207,40 @@ def test_route_tables_section_of_the_report():
     assert "10, seed 1, sha256 abababababab" in text
     # another experiment's records: no section
     assert fr.routing_markdown(records[2:]) == ""
+
+
+class RoutingPhases:
+    """What _kind_forward's table decisions read of the phases: the play's variables."""
+
+    def __init__(self, **variables):
+        self.variables = variables
+
+    def var(self, name, default=None):
+        return self.variables.get(name, default)
+
+    def flag(self, name, default=False):
+        return bool(self.variables.get(name, default))
+
+
+def test_the_table_stays_only_for_a_next_trial_with_the_same_table():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils import _kind_forward as kf
+
+    systems = dict(ROUTING_SYSTEMS)
+
+    def planned(i, table, system="xdp_router"):
+        return {"trial_id": f"t{i}", "point": {"system": system, "table": table}}
+
+    pending = [planned(0, "single"), planned(1, "single", "linux_forward"), planned(2, "full"), planned(3, "full", "xdp_tx")]
+
+    def stays(i, **more):
+        return kf._routes_stay(RoutingPhases(__experiment_planned=pending[i], __experiment_pending=pending,
+                                             __experiment_systems=systems, **more), pending[i]["point"]["table"])  # fmt: skip
+
+    assert stays(0)  # the next trial routes with the same table
+    assert not stays(1)  # the next one wants the full table
+    assert not stays(2)  # the next one does not route (xdp_tx): the table goes
+    assert not stays(3)  # the last trial
+    # a failed trial with experiment_stop_on_failure: no trial follows, the table goes
+    failed = [{"trial_id": "t0", "task": "x"}]
+    assert not stays(0, experiment_stop_on_failure=True, experiment_failed_trials=failed)
+    assert stays(0, experiment_stop_on_failure=False, experiment_failed_trials=failed)
