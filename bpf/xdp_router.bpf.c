@@ -11,10 +11,11 @@
  *   direct     1: BPF_FIB_LOOKUP_DIRECT (the main table straight, no policy rules; the paper ran xdp_fwd -D),
  *              0: the full lookup (fib rules first)
  *   count_fib  FIB_COUNT_ON: count every frame's outcome in fib_counts (per-CPU), one slot per
- *              BPF_FIB_LKUP_RET_* code plus xdp_router.h's own slots. The counter writes cost 12-18 ns per packet
- *              on the virtual lab (a per-CPU array update per frame); the routing experiment runs with them on and
- *              records it (provenance.program.variables.count_fib). FIB_COUNT_OFF: nothing is counted (the drivers'
- *              per-queue XDP counters still count redirects and passes).
+ *              BPF_FIB_LKUP_RET_* code plus xdp_router.h's own slots. The counter writes (a per-CPU array update
+ *              or two per frame) were put at 12-18 ns per packet on the virtual lab by the issue's brief, not
+ *              re-measured here (system xdp_router_nocount beside xdp_router measures it); the routing experiment
+ *              runs with them on and records it (provenance.program.variables.count_fib). FIB_COUNT_OFF: nothing
+ *              is counted (the drivers' per-queue XDP counters still count redirects and passes).
  *
  * tx_ports is filled by userspace after load (xdplab.testbed.xdp_program map_entries: {tx_ports: {<egress>:
  * <egress>}}, the key and the value both the egress ifindex). A port the lookup returns that is not in it is
