@@ -13,13 +13,14 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
 export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
-.PHONY: report vm-lab vm-lab-up vm-lab-down test-vm-lab test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
+.PHONY: report vm-lab vm-lab-up vm-lab-down test-vm-lab test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency paper-routing afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
 
 help:
 	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
 	@echo "make paper-drop-cpu  DUT CPU usage by offered load"
 	@echo "make paper-forward  forwarding by cores (paper_forward_systems in playbooks/vars/paper_forward.yml: XDP_TX, XDP_REDIRECT devmap, Linux routing, DPDK testpmd mac, AF_XDP l2fwd), counted where frames return"
 	@echo "make paper-latency  latency at 100 pps and 1 Mpps (in-band stamps), the floor beside the systems, CDF"
+	@echo "make paper-routing  routing (issue 27): XDP router (bpf_fib_lookup) vs Linux, one route vs a full BGP table, by cores and destinations"
 	@echo "make afxdp        the AF_XDP RFC table (seeds/001): rxdrop/txpush/l2fwd x XDP_SKB/XDP_DRV x 64/1500 B"
 	@echo "make xdp-pass-tcp what XDP_PASS costs TCP (seeds/002): iperf3 into the DUT, CPU per Gbit/s by program"
 	@echo "make site         build the testbed from bare machines (INVENTORY=inventories/lab)"
@@ -71,6 +72,10 @@ paper-forward: $(VENV)/.run-deps
 # the latency experiment (issue 9): percentiles per system and load beside the paper's table, the floor, the CDF
 paper-latency: $(VENV)/.run-deps
 	$(call experiment,paper_latency,latency.md,$(comma) figure latency_cdf.png beside it)
+
+# the routing experiment (issue 27): XDP router vs Linux, single route vs the full BGP table, by cores; destinations sweep
+paper-routing: $(VENV)/.run-deps
+	$(call experiment,paper_routing,report.md,$(comma) figures paper_routing_mpps.png and paper_routing_destinations.png beside it)
 
 # the seeds' own experiments (issue 10): the AF_XDP table beside seeds/001's, and the cost of XDP_PASS on TCP
 # (seeds/002: headline with its 95 % CI, the seed's verdict row, CPU per Gbit/s figure)

@@ -521,6 +521,11 @@ def input_errors(
         errors += forward_errors(forward, dut, gen, systems, others, duts, vlab)
     if options.get("experiment_latency") and not matrix_error(matrix):
         errors += latency_errors(matrix, options.get("experiment_latency_max_pps"))
+    # the routing experiment's tables, destinations, prefix file and packet length
+    if not matrix_error(matrix) and (
+        [t for t in axis(matrix, "table") if t != "none"] or [d for d in axis(matrix, "destinations") if d not in (0, "0")]
+    ):
+        errors += routing_errors(matrix, options, dut, host)
 
     # the generator host and its backend
     if gen is None:
@@ -904,3 +909,73 @@ def latency_errors(matrix, max_pps):
 
 def _pylist(values):
     return "[%s]" % ", ".join(repr(v) for v in values)
+
+
+# the routing experiment (issue 27, playbooks/paper_routing.yml)
+ROUTING_TABLES = ("none", "single", "full")
+# traffic_generator's destination lists hold up to this many addresses
+ROUTING_MAX_DESTINATIONS = 65536
+# Ethernet header and FCS: what a frame of packet_len bytes carries besides its IPv4 packet
+ETH_OVERHEAD = 18
+
+
+def routing_errors(matrix, options, dut, host="dut"):
+    """The routing experiment's input: the ``table`` axis (none, single, full) only on systems that route (the stack,
+    bpf/xdp_router), ``destinations`` whole numbers 0..65,536, the prefix file (experiment_routing_table_file) readable
+    and every line of it an IPv4 prefix (the bad lines named, as module fib_routes names them on the DUT), the limit
+    not negative, and the IPv4 packet of every packet_len within the DUT's MTU (xdplab_dut_mtu, default 1500: a longer
+    one is not forwarded but answered FRAG_NEEDED)."""
+    from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_routes, _systems
+
+    errors = []
+    tables = axis(matrix, "table", "none")
+    bad = [t for t in tables if t not in ROUTING_TABLES]
+    if bad:
+        errors.append(
+            "table: %s is not one of %s; the route table of a routing trial" % (_pylist(bad), ", ".join(ROUTING_TABLES))
+        )
+    counts = axis(matrix, "destinations", 0)
+    bad = [d for d in counts if _whole(d) is None or not 0 <= _whole(d) <= ROUTING_MAX_DESTINATIONS]
+    if bad:
+        errors.append(
+            "destinations: %s: give whole numbers from 1 to %d (the generator's list; 0: only the DUT's address)"
+            % (_pylist(bad), ROUTING_MAX_DESTINATIONS)
+        )
+    systems = options.get("experiment_systems") or {}
+    for sub in _sub_matrices(matrix):
+        if not [t for t in sub.get("table", ["none"]) if t != "none"]:
+            continue
+        for name in sub.get("system", []):
+            mode = (systems.get(name) or {}).get("forward")
+            spec = _systems.FORWARD_MODES.get(mode, {})
+            if (systems.get(name) or {}).get("impl") != "forward" or not (spec.get("router") or spec.get("routes")):
+                errors.append(
+                    "system: %s does not route (forward %s): a route table (the table axis) applies to linux_forward "
+                    "and xdp_router; give it table none or leave it out" % (name, _json(mode))
+                )
+    limit = options.get("experiment_routing_table_limit", 0)
+    if _whole(limit) is None or _whole(limit) < 0:
+        errors.append("experiment_routing_table_limit: %s: give 0 (every prefix) or how many to install" % _json(limit))
+        limit = 0
+    path = options.get("experiment_routing_table_file")
+    if "full" in tables or [d for d in counts if (_whole(d) or 0) > 0]:
+        if not path:
+            errors.append(
+                "experiment_routing_table_file: not set; name the prefix file (one IPv4 prefix a line, plain or .gz): "
+                "the full table and where the destinations are drawn"
+            )
+        else:
+            try:
+                _fib_routes.read_prefixes(str(path), limit=int(limit))
+            except _fib_routes.FibRoutesError as exc:
+                errors.append("experiment_routing_table_file: %s" % exc)
+    mtu = _default(dut.get("xdplab_dut_mtu"), 1500)
+    if _whole(mtu):
+        over = [p for p in axis(matrix, "packet_len", 64) if (_whole(p) or 0) - ETH_OVERHEAD > int(mtu)]
+        if over:
+            errors.append(
+                "%s: packet_len: %s: the IPv4 packet (packet_len - %d bytes of Ethernet header and FCS) is over the "
+                "DUT's MTU %s (xdplab_dut_mtu): the router answers FRAG_NEEDED instead of forwarding; give frames of at "
+                "most %d bytes" % (host, _pylist(over), ETH_OVERHEAD, mtu, int(mtu) + ETH_OVERHEAD)
+            )
+    return errors

@@ -33,7 +33,11 @@ import statistics
 from ansible_collections.xdplab.testbed.plugins.module_utils._figures import field
 from ansible_collections.xdplab.testbed.plugins.module_utils._report import sort_key
 
-SPEC_KEYS = ("name", "numerator", "denominator", "per", "y", "paper")
+SPEC_KEYS = ("name", "numerator", "denominator", "per", "y", "paper", "compare")
+# how a row compares its two sides (the routing experiment's per-packet cost, issue 27): their ratio, or the
+# nanoseconds per packet the numerator adds (1e9/numerator - 1e9/denominator, y a rate: the paper's +153 ns Linux,
+# +104 ns XDP for the full table over one route)
+COMPARES = ("ratio", "ns_added")
 SIDE_KEYS = ("match",)
 PAPER_KEYS = ("file", "numerator_column", "denominator_column", "x", "axis", "x_scale", "denominator_at", "at")
 DEFAULT_Y = "result.pps"
@@ -66,7 +70,9 @@ def validate(spec, index=0):
         raise RatioError("%s: unknown key(s) %s; a ratio takes %s" % (where, ", ".join(unknown), ", ".join(SPEC_KEYS)))
     if not spec.get("name") or not isinstance(spec["name"], str):
         raise RatioError("%s needs a name (the table's first column), like 'XDP / Linux'" % where)
-    out = {"name": spec["name"], "y": spec.get("y") or DEFAULT_Y}
+    out = {"name": spec["name"], "y": spec.get("y") or DEFAULT_Y, "compare": spec.get("compare") or "ratio"}
+    if out["compare"] not in COMPARES:
+        raise RatioError("%s: compare must be one of %s, got %r" % (where, ", ".join(COMPARES), out["compare"]))
     if not isinstance(out["y"], str):
         raise RatioError("%s: y must be a field path like result.pps, got %r" % (where, out["y"]))
     for side in ("numerator", "denominator"):
@@ -161,9 +167,11 @@ def _paper_row(table, x):
     return None
 
 
-def _ratio(num, den):
+def _ratio(num, den, compare="ratio"):
     if num is None or den is None or den == 0:
         return None
+    if compare == "ns_added":
+        return None if num == 0 else 1e9 / num - 1e9 / den
     return num / den
 
 
@@ -196,7 +204,8 @@ def ratio_rows(records, spec, paper_csv=None, index=0):
             "ratio": spec["name"],
             "per": at,
             "at": ", ".join("%s %s" % (a, at[a]) for a in per),
-            "ours": _ratio(num_median, den_median),
+            "ours": _ratio(num_median, den_median, spec.get("compare", "ratio")),
+            "compare": spec.get("compare", "ratio"),
             "numerator": num_median,
             "denominator": den_median,
             "numerator_trials": len(nums),
@@ -216,13 +225,15 @@ def ratio_rows(records, spec, paper_csv=None, index=0):
             if num_row is not None and den_row is not None:
                 row["paper_numerator"] = _float(num_row[paper["numerator_column"]])
                 row["paper_denominator"] = _float(den_row[paper["denominator_column"]])
-                row["paper"] = _ratio(row["paper_numerator"], row["paper_denominator"])
+                row["paper"] = _ratio(row["paper_numerator"], row["paper_denominator"], row["compare"])
         rows.append(row)
     return rows
 
 
-def _fmt_ratio(value):
-    return "" if value is None else "%.2f" % value
+def _fmt_ratio(value, compare="ratio"):
+    if value is None:
+        return ""
+    return "%+.1f ns" % value if compare == "ns_added" else "%.2f" % value
 
 
 def _fmt_number(value):
@@ -247,8 +258,8 @@ def to_markdown(rows, skipped=()):
                 % (
                     r["ratio"],
                     r["at"] or "all",
-                    _fmt_ratio(r["ours"]),
-                    _fmt_ratio(r["paper"]),
+                    _fmt_ratio(r["ours"], r.get("compare", "ratio")),
+                    _fmt_ratio(r["paper"], r.get("compare", "ratio")),
                     _fmt_number(r["numerator"]),
                     _fmt_number(r["denominator"]),
                     r["numerator_trials"],

@@ -125,6 +125,8 @@ KINDS = {
             "forwarding back to the generator (XDP_TX, XDP_REDIRECT, cpumap, Linux ip_forward)",
             cpu_windowed=True,
             forward_dut_cpu_window=True,
+            # the routing experiment (issue 27): the route table (none, single, full) and the generator's destinations
+            axes=("table", "destinations"),
         ),
         Kind("tcp", "TCP streams (iperf3) into a server on the DUT", axes=("program", "streams", "window")),
         Kind(
@@ -138,6 +140,8 @@ KINDS = {
 # the matrix axes every kind has; the others are the kinds' own (Kind.axes) and their defaults
 COMMON_AXES = ("system", "cores", "packet_len", "action", "offered_mpps")
 AXIS_DEFAULTS = {"touch": "no_touch", "mode": "rxdrop", "bind": "drv_copy", "program": "none", "streams": 1, "window": "default"}
+# the routing experiment (issue 27): no route table of the module fib_routes, one destination (the DUT's address)
+AXIS_DEFAULTS.update({"table": "none", "destinations": 0})
 
 
 class SystemsError(ValueError):
@@ -492,11 +496,20 @@ FORWARD_MODES = {
     "xdp_redirect": {"object": "xdp_forward", "program": "xdp_fwd_redirect_map", "devmap": True},
     "xdp_redirect_cpu": {"object": "xdp_redirect_cpu", "program": "xdp_redirect_cpu", "devmap": True, "cpumap": True},
     "linux": {"router": True},
+    # the router (issue 27, paper_routing): bpf_fib_lookup, the devmap keyed by the egress ifindex; the stack's
+    # router settings too (ip_forward: bpf_fib_lookup answers FWD_DISABLED without it; the next hop's neighbour)
+    "xdp_router": {"object": "xdp_router", "program": "xdp_router", "devmap": True, "devmap_key": "ifindex", "routes": True},
+    # xdp-tools' xdp-forward (1.4 and newer; not in Debian 12's xdp-tools 1.3.1): loaded on both ports, fib-direct
+    "xdp_tools": {"external": "xdp-forward", "routes": True},
     # forwarding processes of their own kinds (testpmd `mac`/`macswap`, xdplab-xsk-bench l2fwd): the forward kind's
     # code gives them the far side and the window (plugin_utils/_kind_forward.py ForwardingProcess), not a program
     "dpdk": {"process": True},
     "af_xdp": {"process": True},
 }
+
+
+# bpf/xdp_router's lookup (.rodata direct): BPF_FIB_LOOKUP_DIRECT (the main table, no rules; xdp_fwd -D) or full
+FIB_LOOKUPS = {"direct": 1, "full": 0}
 
 
 def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
@@ -519,13 +532,24 @@ def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
         return {"mode": mode, "router": False, "xdp": None, "process": True}
     if spec.get("router"):
         return {"mode": mode, "router": True, "xdp": None, "process": False}
+    if spec.get("external"):
+        return {"mode": mode, "router": False, "xdp": None, "process": False, "external": spec["external"]}
     variables, maps = {}, {}
     if "touch" in spec:
         variables = {"touch_mode": touch_modes[spec["touch"]], "count_mode": count_modes[spec["count"]]}
     if spec.get("cpumap"):
         variables = {"remote_cpu": cpumap_cpu}
         maps["cpu_map"] = {str(cpumap_cpu): {"qsize": system.get("cpumap_qsize", 2048), "program": "xdp_cpumap_fwd"}}
-    if spec.get("devmap"):
+    if spec.get("devmap_key") == "ifindex":
+        # bpf/xdp_router: the lookup's egress ifindex is the key; .rodata: the lookup's flags, the counters
+        lookup = system.get("fib_lookup", "direct")
+        if lookup not in FIB_LOOKUPS:
+            raise SystemsError(
+                f"experiment_systems: {system.get('name', '?')}: fib_lookup {lookup!r} is not one of {', '.join(FIB_LOOKUPS)}"
+            )
+        variables = {"direct": FIB_LOOKUPS[lookup], "count_fib": 1 if system.get("count_fib", True) else 0}
+        maps["tx_ports"] = {egress: egress}
+    elif spec.get("devmap"):
         maps["tx_ports"] = {"0": egress}
     xdp = {"object": spec["object"], "program": spec["program"], "variables": variables, "map_entries": maps}
     return {"mode": mode, "router": False, "xdp": xdp, "process": False}

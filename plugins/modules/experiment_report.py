@@ -119,6 +119,9 @@ options:
         compared (default C(result.pps)). Ours: the median of C(y) over the numerator's trials at that value over the
         median over the denominator's. A C(per) axis the denominator's C(match) fixes (C(attack_pps: 0)) does not
         split it: every row is over that one denominator."
+      - "C(compare) (optional): V(ratio) (default) or V(ns_added), the nanoseconds per packet the numerator adds
+        over the denominator (C(1e9/numerator - 1e9/denominator), C(y) a rate; the paper's too): the routing
+        experiment's per-packet cost of the full table."
       - "C(paper) (optional): C(file) (a CSV, relative to O(reference_dir)), C(numerator_column),
         C(denominator_column), C(x) (its x column, matched against the C(per) axis C(axis), default the first),
         C(x_scale) (the CSV's x times it is compared with our value; default 1), C(denominator_at) (a fixed x of the
@@ -287,6 +290,7 @@ skipped_lines:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_routes as fib_routes
 from ansible_collections.xdplab.testbed.plugins.module_utils import _figures as figs
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ratios as ratios
 from ansible_collections.xdplab.testbed.plugins.module_utils import _report as report
@@ -509,6 +513,10 @@ class ExperimentReport:
                 no_ratio.append(spec["name"])
         if ratio_specs:
             markdown = markdown.rstrip("\n") + "\n\n" + ratios.to_markdown(ratio_rows, no_ratio)
+        # the routing experiment's route tables and lookups (records with result.details.routing only, issue 27)
+        route_tables = fib_routes.routing_markdown(records)
+        if route_tables:
+            markdown = markdown.rstrip("\n") + "\n\n" + route_tables
         csv_text = report.to_csv(rows)
         dest = self.p["dest"] or os.path.dirname(os.path.abspath(self.p["results"]))
         files, changed = self._write_tables(dest, "report", csv_text, markdown)

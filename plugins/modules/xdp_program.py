@@ -90,6 +90,8 @@ options:
         frame (its ELF section must be C(xdp/cpumap)); it is loaded with O(program) and its file descriptor
         is written in the entry's C(struct bpf_cpumap_val). For example C({cpu_map: {0: {qsize: 2048, program:
         xdp_cpumap_fwd}}, tx_ports: {0: veth-dut1}}) for bpf/xdp_redirect_cpu.bpf.c."
+      - "A key may be an interface name too, resolved to its ifindex the same way: a devmap keyed by the egress
+        ifindex (C({tx_ports: {veth-dut1: veth-dut1}}), bpf/xdp_router.bpf.c)."
       - The maps are those of O(program) and of the programs its cpumap entries run (a devmap that only the
         cpumap program uses is found there).
       - Part of the idempotency test, the attached program's entries are read back and compared (a cpumap entry
@@ -302,7 +304,13 @@ def resolve_map_entries(entries):
             try:
                 k = int(str(key).strip(), 0)
             except ValueError:
-                raise ValueError(f"map_entries.{name}: key {key!r} is not an integer") from None
+                # a devmap keyed by ifindex (bpf/xdp_router's tx_ports): the key may be an interface name too
+                try:
+                    k = interface_index(str(key).strip())
+                except ValueError as exc:
+                    raise ValueError(
+                        f"map_entries.{name}: key {key!r} is neither an integer nor an interface name here: {exc}"
+                    ) from None
             if isinstance(value, dict):
                 resolved[k] = resolve_cpumap_value(f"map_entries.{name}[{key}]", value)
                 continue

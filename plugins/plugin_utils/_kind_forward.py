@@ -30,6 +30,7 @@ trial (the functions below ``PROCESS_JOB``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 import re
@@ -38,7 +39,7 @@ import time
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.xdplab.testbed.plugins.filter.forwarding import forwarding_section
-from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
+from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_routes, _systems
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_common import failure
 
 # the background job of the DUT's port counters (Phases.start_job), collected in the phase collect
@@ -90,6 +91,172 @@ def _router(fwd):
     """Whether the system forwards by the stack (no XDP program): from its mode alone, so that the teardown can say it
     for an entry whose plan would not be made."""
     return bool(_systems.FORWARD_MODES.get(fwd.get("forward"), {}).get("router"))
+
+
+def _stack_routes(fwd):
+    """Whether the system needs the stack's router settings (ip_forward, the next hop's neighbour, the routes): the
+    stack itself, and bpf/xdp_router, whose bpf_fib_lookup reads them (issue 27)."""
+    spec = _systems.FORWARD_MODES.get(fwd.get("forward"), {})
+    return bool(spec.get("router") or spec.get("routes"))
+
+
+def _table(phases):
+    """The point's route table (axis ``table``: none, single, full)."""
+    return str(phases.var("__experiment_planned")["point"].get("table", "none"))
+
+
+def _routes_args(phases, v, table):
+    """fib_routes' arguments for the point's table (the routing experiment, playbooks/paper_routing.yml)."""
+    return {
+        "state": "present",
+        "table": table,
+        "src": phases.var("experiment_routing_table_file", None) if table == "full" else None,
+        "limit": int(phases.var("experiment_routing_table_limit", 0) or 0),
+        "next_hop": v["gen_rx_ip"],
+    }
+
+
+def _routes_stay(phases, table):
+    """Whether the route table stays for the DUT's next trial: it has the same table, and this trial did not fail
+    with experiment_stop_on_failure (then no trial follows). Installing 900,000 routes per trial is too slow, so the
+    matrix is ordered by table and a table is removed when the next trial wants another one, or none follows."""
+    planned = phases.var("__experiment_planned")
+    pending = list(phases.var("__experiment_pending", []) or [])
+    ids = [p.get("trial_id") for p in pending]
+    if planned.get("trial_id") not in ids:
+        return False
+    failed = [f.get("trial_id") for f in phases.var("experiment_failed_trials", []) or [] if isinstance(f, dict)]
+    if phases.flag("experiment_stop_on_failure") and planned.get("trial_id") in failed:
+        return False
+    following = pending[ids.index(planned["trial_id"]) + 1 :]
+    if not following:
+        return False
+    nxt = following[0]["point"]
+    system = (phases.var("__experiment_systems", {}) or {}).get(nxt.get("system"), {})
+    return str(nxt.get("table", "none")) == table and _stack_routes(system)
+
+
+def _fib_counts(phases):
+    """bpf/xdp_router's counts per fib return code (module fib_counts) on the DUT's ingress port."""
+    return phases.module("xdplab.testbed.fib_counts", {"interface": phases.var("xdplab_dut_interface")})
+
+
+def _lab_nets(phases, v):
+    """The lab's connected nets (the generator's and its receive port's): no destination may be in them."""
+    import netaddr  # the controller's (requirements.txt); imported here so that the trial action loads without it
+
+    prefix = int(v["prefix"])
+    nets = []
+    for address in (v["gen"].get("ip"), v["gen_rx_ip"], phases.var("xdplab_dut_ip", None)):
+        if address:
+            nets.append(str(netaddr.IPNetwork(f"{address}/{prefix}").cidr))
+    return sorted(set(nets))
+
+
+def _drawn_cached(src, limit, count, seed, exclude):
+    """draw_in_table over the table's prefixes, kept in a file of the controller's temporary directory for the next
+    trials (reading and parsing 901,899 prefixes takes seconds per trial): keyed by the file (path, size, mtime), the
+    limit, the count, the seed and the exclusions, so a changed input draws again."""
+    import json
+    import tempfile
+
+    try:
+        st = os.stat(src)
+    except (OSError, TypeError) as exc:
+        raise _fib_routes.FibRoutesError(f"prefix file {src}: {exc}; give a readable file") from None
+    key = json.dumps([os.path.abspath(src), st.st_size, st.st_mtime_ns, limit, count, seed, sorted(exclude)])
+    path = os.path.join(tempfile.gettempdir(), f"xdplab-routing-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json")
+    with contextlib.suppress(OSError, ValueError):
+        with open(path) as handle:
+            cached = json.load(handle)
+        if cached.get("key") == key:
+            return cached["destinations"]
+    prefixes = _fib_routes.read_prefixes(src, limit=limit)
+    drawn = _fib_routes.draw_in_table(prefixes, count, seed, list(exclude) + list(_fib_routes.MARTIAN))
+    with contextlib.suppress(OSError):
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as handle:
+            json.dump({"key": key, "destinations": drawn}, handle)
+        os.replace(tmp, path)
+    return drawn
+
+
+def _routing_destinations(phases, v, count):
+    """The point's destinations (axis ``destinations``): ``count`` addresses drawn in the table's prefixes
+    (experiment_routing_table_file, its first experiment_routing_table_limit), seeded (experiment_routing_seed):
+    every one has a covering route in either table, single and full send to the same list. Outside the martian
+    space and the lab's nets; the generator gets the list (traffic_generator's destinations) and the record its
+    count, seed and sha256."""
+    src = phases.var("experiment_routing_table_file", None)
+    limit = int(phases.var("experiment_routing_table_limit", 0) or 0)
+    seed = int(phases.var("experiment_routing_seed", 1))
+    exclude = _lab_nets(phases, v)
+    try:
+        drawn = _drawn_cached(src, limit, count, seed, exclude)
+    except _fib_routes.FibRoutesError as exc:
+        raise failure(f"the routing experiment's destinations: {exc}") from exc
+    traffic = phases.state.setdefault("traffic", {})
+    traffic["destinations"] = {"list": drawn}
+    traffic["exclude"] = exclude
+    return drawn
+
+
+def _routing_setup(phases, v):
+    """The point's route table (fib_routes: installed once, kept while the next trials use it) and, for
+    bpf/xdp_router, the state the measure and collect read (state ``routing``)."""
+    table = _table(phases)
+    routing = {"table": table}
+    count = int(phases.var("__experiment_planned")["point"].get("destinations", 0) or 0)
+    destinations = _routing_destinations(phases, v, count) if count else []
+    if destinations:
+        routing["destinations"] = {
+            "count": len(destinations),
+            "seed": int(phases.var("experiment_routing_seed", 1)),
+            "sha256": hashlib.sha256(("\n".join(destinations) + "\n").encode()).hexdigest(),
+            "first": destinations[:3],
+        }
+    if table != "none":
+        installed = phases.module(
+            "xdplab.testbed.fib_routes", dict(_routes_args(phases, v, table), destinations=destinations)
+        )
+        routing.update({k: installed.get(k) for k in ("routes", "added", "removed", "install_s", "read_s", "triestat")})
+        routing["installed_now"] = bool(installed.get("changed"))
+    fwd = v["fwd"]
+    plan_mode = _systems.FORWARD_MODES.get(fwd.get("forward"), {})
+    if plan_mode.get("devmap_key") == "ifindex":
+        routing["fib_lookup"] = fwd.get("fib_lookup", "direct")
+        routing["count_fib"] = bool(fwd.get("count_fib", True))
+    phases.state["routing"] = routing
+
+
+def _routing_section(phases, routing):
+    """The record's measurement.details.routing: table, routes, install_s (0 when an earlier trial installed it:
+    installed_now false), the trie (fib_triestat's main table), the lookups' outcomes over the trial's window."""
+    out = {k: val for k, val in routing.items() if k not in ("fib_before", "triestat")}
+    trie = ((routing.get("triestat") or {}).get("tables") or {}).get("main")
+    if trie is not None:
+        out["trie"] = trie
+    if routing.get("count_fib"):
+        after = _fib_counts(phases)
+        before = routing.get("fib_before") or {}
+        out["fib_counts"] = _fib_routes.counts_delta(after.get("counts"), before.get("counts"))
+        if before.get("monotonic") is not None:
+            out["fib_counts_s"] = round(float(after["monotonic"]) - float(before["monotonic"]), 3)
+    return out
+
+
+def _external_setup(phases, fwd, tool, ports):
+    """Another project's forwarding plane (xdp-tools' xdp-forward): loaded on the DUT's two ports in the system's
+    mode (fib-direct, as the paper's xdp_fwd -D); the preflight said already when the tool is missing (the system's
+    ``requires``), this says it again for a run without the preflight."""
+    mode = fwd.get("fwd_mode", "fib-direct")
+    quoted = " ".join(shlex.quote(p) for p in ports)
+    script = (
+        f"command -v {tool} >/dev/null || {{ echo '{tool} is not installed (Debian 12 xdp-tools 1.3.1 has none)' >&2; "
+        f"exit 3; }}; {tool} load -f {shlex.quote(mode)} {quoted}"
+    )
+    phases.shell(script, f"{tool} on {', '.join(ports)}")
+    return {"name": tool, "command": f"{tool} load -f {mode} {' '.join(ports)}"}
 
 
 def _router_commands(phases, v, up):
@@ -170,10 +337,14 @@ class ForwardProvider:
                     {"interface": interface, "rings": {"rx": int(ring_size), "tx": int(ring_size)}, "unsupported": "fail"},
                 )
         trex_rx_ports(phases, v)
-        if plan["router"]:
+        if _stack_routes(fwd):
             phases.shell(_router_commands(phases, v, up=True), "the stack as a router (ip_forward, a route via the "
                          "generator's receive port, no local destination)")  # fmt: skip
+            _routing_setup(phases, v)
+        if plan["router"]:
             return {"name": "ip_forward", "route": f"{phases.var('xdplab_dut_ip')}/32 via {v['gen_rx_ip']}"}
+        if plan.get("external"):
+            return _external_setup(phases, fwd, plan["external"], [dut_if, egress])
         xdp = _xdp_of(plan)
         attached = phases.module(
             "xdplab.testbed.xdp_program",
@@ -237,6 +408,10 @@ class ForwardProvider:
         start_at = time.time() + lead
         if scheduled:
             scheduled(start_at)
+        routing = phases.state.get("routing")
+        if routing is not None and routing.get("count_fib"):
+            # bpf/xdp_router's counts per fib return code, read again by collect: what moved over the trial's window
+            routing["fib_before"] = _fib_counts(phases)
         phases.start_job(
             DUT_JOB,
             "xdplab.testbed.rx_counters",
@@ -313,6 +488,10 @@ class ForwardProvider:
             raise failure(str(exc)) from exc
         measurement = dict(far["measurement"])
         measurement["details"] = dict(measurement["details"], forwarding=section)
+        routing = phases.state.get("routing")
+        if routing is not None:
+            # the routing experiment (issue 27): the table, its install, the trie, the lookups' outcomes
+            measurement["details"]["routing"] = _routing_section(phases, routing)
         # the DUT's CPU snapshots at its window's edges
         return {"cpu_window": dut.get("cpu_window"), "measurement": measurement}
 
@@ -329,9 +508,19 @@ class ForwardProvider:
                 "xdplab.testbed.xdp_program",
                 {"interface": v["egress"], "state": "absent", "mode": phases.var("xdplab_xdp_mode", "native")},
             )
-        if _router(v["fwd"]):
+        external = _systems.FORWARD_MODES.get(v["fwd"].get("forward"), {}).get("external")
+        if external:
+            ports = " ".join(shlex.quote(p) for p in (phases.var("xdplab_dut_interface"), v["egress"]) if p)
+            phases.shell(f"! command -v {external} >/dev/null || {external} unload {ports} || true",
+                         f"{external} unloaded")  # fmt: skip
+        if _stack_routes(v["fwd"]):
             phases.shell(_router_commands(phases, v, up=False), "the stack back as found (no ip_forward, no route, the "
                          "ingress address back)")  # fmt: skip
+        table = _table(phases)
+        if table != "none" and not _routes_stay(phases, table):
+            # the route table of the module fib_routes (exactly its own routes: their proto), unless the DUT's next
+            # trial uses the same table
+            phases.module("xdplab.testbed.fib_routes", {"state": "absent"})
 
 
 # -- a forwarding process (the forwarding entries of the kinds dpdk and af_xdp: testpmd, xdplab-xsk-bench) -------------

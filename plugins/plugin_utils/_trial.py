@@ -60,6 +60,8 @@ from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller impo
 STATE_KEYS = (
     "trial", "program", "traffic", "started", "cpu_before", "measured", "cpu", "generator", "line", "jobs", "far", "collected",
 )  # fmt: skip
+# the routing experiment (issue 27, _kind_forward.py): its table, install and the router's fib counts before the window
+STATE_KEYS += ("routing",)
 # results of phases registered apart from __experiment_state (a task that is skipped for some trials); the next phase
 # takes one for the state when it carries the same far-side window as the state (the trial's, not an earlier one's)
 SIDE_RESULTS = ("__experiment_far", "__experiment_collected")

@@ -183,3 +183,49 @@ def test_latency_loads_are_refused_in_the_first_play(loads, message, tmp_path):
     assert res.returncode != 0, out[-2000:]
     assert "1 input error(s), nothing was changed" in out and message in out, out[-2000:]
     assert "Read the hosts (read-only preflight)" not in out and not list(tmp_path.iterdir())
+
+
+# the routing experiment (issue 27): its input refused in the first play, before the lab or a route changes
+def run_paper_routing(extra, tmp_path):
+    before = namespaces()
+    base = {"experiment_routing_table_limit": 1000}
+    res = subprocess.run(
+        [PLAYBOOK, "-i", "inventories/vlab", "playbooks/paper_routing.yml", "-e", json.dumps(dict(base, **extra)),
+         "-e", "experiment_results_dir=%s" % tmp_path],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    out = " ".join((res.stdout + res.stderr).split()).replace("''", "'")
+    assert res.returncode != 0, out[-2000:]
+    assert "Build the virtual lab" not in out and "Tune the DUTs" not in out
+    assert namespaces() == before
+    assert not list(tmp_path.rglob("*.jsonl"))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"paper_routing_tables": ["huge"]}, "table: ['huge'] is not one of none, single, full"),
+        ({"paper_routing_destinations": -1}, "destinations: [-1]: give whole numbers from 1 to 65536"),
+        ({"paper_routing_systems": ["xdp_tx"]}, 'system: xdp_tx does not route (forward "xdp_tx")'),
+        ({"paper_routing_systems": ["xdp_forward"]},
+         "xdp_forward: xdp-forward is not installed on dut (xdp-tools 1.4 or newer; Debian 12's xdp-tools 1.3.1 has no "
+         "xdp-forward): install it or leave the system out of the matrix"),
+        ({"experiment_matrix": [{"system": ["xdp_router"], "table": ["single"], "cores": [1], "packet_len": [1600],
+                                 "destinations": [10]}]},
+         "dut: packet_len: [1600]: the IPv4 packet (packet_len - 18 bytes of Ethernet header and FCS) is over the DUT's "
+         "MTU 1500 (xdplab_dut_mtu)"),
+    ],
+)  # fmt: skip
+def test_bad_routing_input_is_refused_before_any_change(extra, message, tmp_path):
+    assert message in run_paper_routing(extra, tmp_path)
+
+
+def test_a_prefix_that_does_not_parse_is_named_before_any_change(tmp_path):
+    table = tmp_path / "table.txt"
+    table.write_text("1.0.0.0/24\n1.0.4.0/22\n1.0.5.1/24\n")
+    out = run_paper_routing({"experiment_routing_table_file": str(table)}, tmp_path)
+    assert (
+        "experiment_routing_table_file: the prefix file has lines that are not IPv4 prefixes; fix or remove them "
+        f"(nothing was changed): {table} line 3: '1.0.5.1/24': host bits set (the prefix is 1.0.5.0/24)"
+    ) in out

@@ -141,7 +141,9 @@ def test_devmap_entries_resolve_interfaces_of_this_host_only():
     assert xdp_program.resolve_map_entries({"tx_ports": {"0": "lo", 1: 7}}) == {"tx_ports": {0: 1, 1: 7}}
     with pytest.raises(ValueError, match="veth-not-here does not exist in this network namespace"):
         xdp_program.resolve_map_entries({"tx_ports": {0: "veth-not-here"}})
-    with pytest.raises(ValueError, match="key 'a' is not an integer"):
+    # a key may be an interface name too (bpf/xdp_router's devmap keyed by the egress ifindex, issue 27)
+    assert xdp_program.resolve_map_entries({"tx_ports": {"lo": "lo"}}) == {"tx_ports": {1: 1}}
+    with pytest.raises(ValueError, match="key 'a' is neither an integer nor an interface name here: interface a does not"):
         xdp_program.resolve_map_entries({"tx_ports": {"a": 1}})
 
 
