@@ -7,10 +7,11 @@
  * what netperf TCP_RR reports; with one outstanding transaction it is 1 / the round trip.
  *
  *   xdplab-tcp-rr --listen ADDR:PORT [--cpu N] [--request-size B] [--response-size B]
- *   xdplab-tcp-rr --connect ADDR:PORT [--cpu N] [--duration S] [--interval S] [--request-size B]
- *                 [--response-size B]
+ *   xdplab-tcp-rr --connect ADDR:PORT [--cpu N] [--warmup S] [--duration S] [--interval S]
+ *                 [--request-size B] [--response-size B]
  *
- * Output: JSON lines on stdout, like xdplab-trafficgen. First {"type":"start",...}; the client then prints one
+ * Output: JSON lines on stdout, like xdplab-trafficgen. First {"type":"start",...}; with --warmup the client then
+ * prints {"type":"warmup","transactions":..} after that many seconds (left out of the summary); then one
  * {"type":"interval","t":..,"mono":..,"interval_s":..,"transactions":..,"trans_per_s":..} per interval (0
  * transactions while the connection makes no progress: a flood that starves it shows as zeros, not as a hang)
  * and on exit (duration over, SIGINT or SIGTERM) {"type":"summary","transactions":..,"elapsed_s":..,
@@ -57,6 +58,7 @@ struct cfg {
 	struct sockaddr_in addr;
 	char addr_text[64];
 	int cpu;
+	double warmup;
 	double duration;
 	double interval;
 	unsigned int req_size;
@@ -73,7 +75,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: xdplab-tcp-rr --listen ADDR:PORT [--cpu N] [--request-size B] [--response-size B]\n"
-		"       xdplab-tcp-rr --connect ADDR:PORT [--cpu N] [--duration S] [--interval S]\n"
+		"       xdplab-tcp-rr --connect ADDR:PORT [--cpu N] [--warmup S] [--duration S] [--interval S]\n"
 		"                     [--request-size B] [--response-size B]\n");
 	exit(EXIT_FAILURE);
 }
@@ -282,18 +284,31 @@ static int run_client(const struct cfg *cfg)
 	unsigned long long start, end, next, last, total = 0, in_interval = 0, lat_sum = 0, lat_max = 0;
 	unsigned long long iv_ns = (unsigned long long)(cfg->interval * NSEC_PER_SEC);
 	unsigned long long connects = 0, failures = 0;
-	int fd = -1;
+	unsigned long long warm_end;
+	int fd = -1, warming = cfg->warmup > 0;
 	double elapsed;
 
 	memset(req, 'r', sizeof(req));
 	print_start(cfg, "client");
 	start = now_ns();
-	end = start + (unsigned long long)(cfg->duration * NSEC_PER_SEC);
-	next = start + iv_ns;
+	warm_end = start + (unsigned long long)(cfg->warmup * NSEC_PER_SEC);
+	end = warm_end + (unsigned long long)(cfg->duration * NSEC_PER_SEC);
+	next = warm_end > start ? warm_end : start + iv_ns;
 	last = start;
 	while (!stop_flag) {
 		unsigned long long now = now_ns(), until = next < end ? next : end;
 
+		if (warming && now >= warm_end) {
+			printf("{\"type\":\"warmup\",\"mono\":%.6f,\"seconds\":%.6f,\"transactions\":%llu}\n",
+			       (double)now / NSEC_PER_SEC, (double)(now - start) / NSEC_PER_SEC, total);
+			fflush(stdout);
+			warming = 0;
+			total = in_interval = lat_sum = lat_max = 0;
+			memset(hist, 0, sizeof(hist));
+			start = last = warm_end;
+			next = warm_end + iv_ns;
+			continue;
+		}
 		if (now >= next || now >= end) {
 			unsigned long long at = now < until ? now : until;
 			double s = (double)(at - last) / NSEC_PER_SEC;
@@ -364,6 +379,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },   { "connect", required_argument, NULL, 'c' },
 		{ "cpu", required_argument, NULL, 'C' },      { "duration", required_argument, NULL, 'd' },
+		{ "warmup", required_argument, NULL, 'w' },
 		{ "interval", required_argument, NULL, 'i' }, { "request-size", required_argument, NULL, 'r' },
 		{ "response-size", required_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -383,6 +399,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			cfg.cpu = parse_uint("cpu", optarg, 0, CPU_SETSIZE - 1);
+			break;
+		case 'w':
+			cfg.warmup = parse_seconds("warmup", optarg, 0);
 			break;
 		case 'd':
 			cfg.duration = parse_seconds("duration", optarg, 0.1);
