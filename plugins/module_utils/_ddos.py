@@ -21,7 +21,7 @@ import statistics
 # the UDP counters of /proc/net/snmp that say where the stack dropped the flood
 SNMP_DROPS = ("UdpNoPorts", "UdpInErrors", "UdpRcvbufErrors", "UdpInDatagrams")
 # the DUT's counters of the TCP_RR connection itself
-SNMP_TCP = ("TcpRetransSegs", "TcpInSegs", "TcpOutSegs")
+SNMP_TCP = ("TcpRetransSegs", "TcpInSegs", "TcpOutSegs", "TcpInCsumErrors", "TcpInErrs")
 # ddos_stats of bpf/xdp_ddos_filter.bpf.c: key 0 dropped, key 1 redirected to the application CPU
 PROGRAM_KEYS = ("dropped", "redirected")
 TOOL = "xdplab-tcp-rr"

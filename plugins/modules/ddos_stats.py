@@ -139,7 +139,7 @@ class DdosStats:
             snap["driver"] = driver_counters.total_xdp_packets(stats, self.driver, action="drop")
         if self.map_id is not None:
             snap["program"] = ddos.program_totals(libbpf.read_percpu_array(self.map_id))
-        return self.clock(), snap
+        return snap
 
     def run(self):
         self.find()

@@ -54,6 +54,11 @@ def _settings(phases):
     }
 
 
+def _tx_csum_state(phases, interface):
+    """Where far_setup keeps the generator port's TX checksum setting (on/off) for far_teardown."""
+    return f"{phases.var('xdplab_generator_run_dir')}/ddos-tx-csum.{interface}"
+
+
 class DdosProvider:
     """Kind ``ddos``: see the module's docstring."""
 
@@ -138,6 +143,16 @@ class DdosProvider:
                  "object": f"{phases.var('xdplab_bpf_prefix')}/lib/bpf/xdp_bare_drop.bpf.o"},
             )  # fmt: skip
         gen = phases.var("__experiment_gen")
+        # the client's TCP checksums in software for the trial: veth leaves them to the receiver (CHECKSUM_PARTIAL),
+        # and a frame that XDP redirects (the filter's cpumap) reaches the stack as a new skb without that mark, so
+        # its TCP checksum is wrong (TcpInCsumErrors) and no connection opens. Every row sends the same way; the
+        # setting the port had is put back by far_teardown
+        state = _tx_csum_state(phases, gen["interface"])
+        phases.shell(
+            f"mkdir -p $(dirname {state}); [ -e {state} ] || ethtool -k {gen['interface']} | "
+            f"awk '/^tx-checksumming:/ {{print $2}}' > {state}; ethtool -K {gen['interface']} tx off",
+            "software TCP checksums on the generator's port",
+        )
         cpus = phases.host_var(gen["host"], "xdplab_tcp_rr_client_cpus", gen.get("cpus")) or []
         warmup = float(phases.var("experiment_warmup"))
         duration = float(phases.var("experiment_interval")) * int(phases.var("experiment_samples"))
@@ -192,8 +207,14 @@ class DdosProvider:
 
     @staticmethod
     def far_teardown(phases):
-        """The control row's sink goes (safe when there is none)."""
-        phases.shell(f"ip link del {SINK} 2>/dev/null || true", "removing the control row's sink pair")
+        """The control row's sink goes, and the generator port's TX checksum setting is put back (safe twice)."""
+        gen = phases.var("__experiment_gen")
+        state = _tx_csum_state(phases, gen["interface"])
+        phases.shell(
+            f"ip link del {SINK} 2>/dev/null || true; if [ -s {state} ]; then ethtool -K {gen['interface']} tx "
+            f"$(cat {state}); fi; rm -f {state}",
+            "removing the control row's sink pair, the generator port's TX checksum setting put back",
+        )
 
     @staticmethod
     def teardown(phases):
