@@ -13,7 +13,7 @@ version_added: 0.1.0
 author:
   - xdplab.testbed developers (!UNKNOWN)
 description:
-  - Runs the project's C(xdplab-tcp-rr) (bpf/tcp_rr.c, installed by the role xdplab.testbed.bpf_programs): one TCP
+  - Runs the project's C(xdplab-tcp-rr) (bpf/tcp_rr.c, installed by the role xdplab.testbed.bpf_programs) - one TCP
     connection with C(TCP_NODELAY), one transaction outstanding, 1 byte each way by default, as netperf's TCP_RR.
   - V(present) keeps its server running in the module's network namespace, pinned to O(cpu), detached, its pid and
     start time in O(run_dir)/O(name).state.json (the same bookkeeping as M(xdplab.testbed.iperf3_server)).
@@ -29,7 +29,7 @@ options:
     choices: [present, absent, measured]
     default: present
   addr:
-    description: The server's address (V(present): where it listens; V(measured): where the client connects).
+    description: The server's address (V(present) - where it listens; V(measured) - where the client connects).
     type: str
   port:
     description: The server's TCP port.
