@@ -206,16 +206,16 @@ def paper_rows(csv_text):
     lines = [line.split(",") for line in csv_text.strip().splitlines()]
     head, rows = lines[0], lines[1:]
     out = {}
+
+    def num(cells, key):
+        text = (cells.get(key) or "").strip()
+        return float(text) if text else None
+
     for row in rows:
         cells = dict(zip(head, row))
-
-        def num(key, cells=cells):
-            text = (cells.get(key) or "").strip()
-            return float(text) if text else None
-
         out[int(float(cells["attack_pps"]))] = {
-            "xdp": num("xdp_tcp_rr_trans_per_s"), "xdp_sd": num("xdp_sd"),
-            "no_xdp": num("no_xdp_tcp_rr_trans_per_s"), "no_xdp_sd": num("no_xdp_sd"),
+            "xdp": num(cells, "xdp_tcp_rr_trans_per_s"), "xdp_sd": num(cells, "xdp_sd"),
+            "no_xdp": num(cells, "no_xdp_tcp_rr_trans_per_s"), "no_xdp_sd": num(cells, "no_xdp_sd"),
         }  # fmt: skip
     return out
 

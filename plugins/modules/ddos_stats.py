@@ -45,6 +45,7 @@ attributes:
     description: Only reads.
   diff_mode:
     support: none
+    description: Only reads.
 requirements:
   - ethtool on the target (the driver's counters; without it they are left out with a warning)
 """

@@ -72,6 +72,7 @@ attributes:
     description: Says whether the server would be started, replaced or stopped; a client run is not made.
   diff_mode:
     support: none
+    description: Its server is a process, not a file.
 requirements:
   - xdplab-tcp-rr (role xdplab.testbed.bpf_programs)
 seealso:
