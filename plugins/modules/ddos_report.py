@@ -36,7 +36,7 @@ attributes:
     description: Builds the table and writes nothing.
   diff_mode:
     support: none
-    description: Nothing to compare: it writes a new table.
+    description: Nothing to compare (it writes the table anew).
 """
 
 EXAMPLES = r"""
