@@ -165,3 +165,112 @@ def test_packet_length_plus_20_over_the_mtu_is_refused(tmp_path):
         "dut: packet_len: [1499] bytes: the IP packet (packet_len - 18) + 20 bytes is over the DUT port's MTU "
         "xdplab_dut_mtu=1500; give packet_len at most 1498"
     ]
+
+
+# -- the provider (plugin_utils/_kind_ddos.py): which modules it calls, in order, with what, on a stand-in phases ------
+class FakeDdosPhases:
+    """What the ddos provider uses of _trial.Phases, recording module calls, shell scripts and jobs."""
+
+    def __init__(self, system, rate_pps=0, variables=None):
+        import os
+
+        import yaml
+
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open(os.path.join(root, "roles", "experiment", "defaults", "main.yml")) as fh:
+            systems = yaml.safe_load(fh)["experiment_systems"]
+        self.variables = {
+            "__experiment_systems": systems, "__experiment_planned": {"point": {"system": system}},
+            "__experiment_gen": {"host": "tg", "interface": "veth-tg0", "cpus": [0]}, "xdplab_housekeeping_cpus": [0],
+            "xdplab_dut_interface": "veth-dut0", "xdplab_dut_ip": "198.18.0.2", "xdplab_bpf_prefix": "/p",
+            "xdplab_generator_run_dir": "/run/g", "experiment_warmup": 2, "experiment_interval": 3, "experiment_samples": 4,
+            "experiment_ddos_tcp_rr_port": 12865, "experiment_ddos_attack_port": 9, "experiment_ddos_baseline_pps": 1,
+            "__experiment_xdp_program_keys": ["id"],
+        }  # fmt: skip
+        self.variables.update(variables or {})
+        self.state = {"trial": {"name": system, "kind": "ddos", "rate_pps": rate_pps, "cpus": [1]}}
+        self.calls, self.scripts, self.jobs = [], [], []
+
+    @property
+    def trial(self):
+        return self.state["trial"]
+
+    def var(self, name, default=None):
+        value = self.variables.get(name)
+        return default if value is None else value
+
+    def host_var(self, host, name, default=None):
+        return self.variables.get(f"{host}.{name}", default)
+
+    def module(self, name, args):
+        self.calls.append((name, {k: v for k, v in args.items() if v is not None}))
+        return {"id": 7, "command": ["x"]}
+
+    def shell(self, script, what):
+        self.scripts.append(script)
+        return {"rc": 0, "stdout": "1.3.1-1\n"}
+
+    def start_job(self, name, module, args, limit_s):
+        self.jobs.append((name, module, args, limit_s))
+
+    def collect_job(self, name, timeout_s):
+        return {"tcp_rr": {"trans_per_s": 100.0, "samples": []}}
+
+    def sampling(self):
+        return {"warmup": 2, "interval": 3, "samples": 4}
+
+    def measured(self):
+        return self.state.get("measured") or {}
+
+
+def test_the_xdp_filter_row_attaches_the_filter_with_its_cpumap_and_floods_the_attack_port():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_ddos import DdosProvider
+
+    ph = FakeDdosPhases("xdp_ddos_filter", rate_pps=500000)
+    program = DdosProvider.setup(ph)
+    (server, srv_args), (attach, xdp_args) = ph.calls
+    assert server == "xdplab.testbed.tcp_rr" and srv_args["state"] == "present" and srv_args["cpu"] == 0
+    assert srv_args["addr"] == "198.18.0.2" and srv_args["port"] == 12865
+    assert attach == "xdplab.testbed.xdp_program" and xdp_args["program"] == "xdp_ddos_filter"
+    assert xdp_args["object"] == "/p/lib/bpf/xdp_ddos_filter.bpf.o"
+    assert xdp_args["variables"] == {"attack_port_min": 9, "attack_port_max": 9, "app_cpu": 0, "count_mode": 1}
+    assert xdp_args["map_entries"] == {"cpu_map": {"0": {"qsize": 2048, "program": None}}}
+    assert ph.state["traffic"] == {"port_base": 9, "rate_pps": 500000}
+    assert program["filter"] == "program" and program["drop_at"] == "program" and program["id"] == 7
+    # the generator host: software TCP checksums, then the client as a job of the phases over warm-up + 4 x 3 s
+    DdosProvider.far_setup(ph)
+    assert "ethtool -K veth-tg0 tx off" in ph.scripts[-1]
+    name, module, args, _limit = ph.jobs[0]
+    assert (name, module, args["state"], args["warmup"], args["duration"], args["interval"], args["cpu"]) == (
+        "tcp_rr", "xdplab.testbed.tcp_rr", "measured", 2.0, 12.0, 3.0, 0)  # fmt: skip
+    DdosProvider.far_teardown(ph)
+    assert "ethtool -K veth-tg0 tx $(cat /run/g/ddos-tx-csum.veth-tg0)" in ph.scripts[-1]
+
+
+def test_the_baseline_offers_a_trickle_and_the_control_row_floods_a_sink():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_ddos import SINK, SINK_MAC, DdosProvider
+
+    ph = FakeDdosPhases("ddos_control", rate_pps=0)
+    DdosProvider.setup(ph)
+    # no filter on the DUT; the generator's rate 0 would be its full speed: the baseline offers 1 frame/s instead
+    assert ph.calls[1] == ("xdplab.testbed.xdp_program", {"interface": "veth-dut0", "state": "absent"})
+    assert ph.state["traffic"] == {"port_base": 9, "rate_pps": 1, "interface": SINK, "dst_mac": SINK_MAC}
+    DdosProvider.far_setup(ph)
+    assert f"ip link add {SINK} type veth" in ph.scripts[0]
+    assert ph.calls[-1][1]["interface"] != "veth-dut0" and ph.calls[-1][1]["program"] == "xdp_bare_drop"
+
+
+def test_the_peer_row_loads_xdp_filter_on_the_attack_port_and_the_record_gets_its_section():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_ddos import DdosProvider
+
+    ph = FakeDdosPhases("xdp_filter_peer", rate_pps=100000)
+    program = DdosProvider.setup(ph)
+    assert "xdp-filter load -m native -p allow veth-dut0" in ph.scripts[0]
+    assert "xdp-filter port -m dst -p udp 9" in ph.scripts[0]
+    assert program["peer"]["xdp_tools_version"] == ["1.3.1-1"]
+    ph.state["side"] = DdosProvider.side_collect(ph)
+    ph.state["measured"] = {"dut": {"dropped": {"xdp_driver_pps": 9.0}, "cpus": [{"cpu": 0, "busy": 1.0}, {"cpu": 1}]}}
+    section = DdosProvider.record_extra(ph, {"offered_pps": 99000.0})["ddos"]
+    assert section["tcp_rr"]["trans_per_s"] == 100.0 and section["drop_at"] == "driver"
+    assert section["attack"] == {"port": 9, "offered_pps": 100000, "achieved_pps": 99000.0, "to": "dut"}
+    assert section["cpus"][0]["roles"] == ["app", "client", "generator"] and section["cpus"][1]["roles"] == ["dut"]
