@@ -14,6 +14,7 @@
  * prints {"type":"warmup","transactions":..} after that many seconds (left out of the summary); then one
  * {"type":"interval","t":..,"mono":..,"interval_s":..,"transactions":..,"trans_per_s":..} per interval (0
  * transactions while the connection makes no progress: a flood that starves it shows as zeros, not as a hang)
+ * (a transaction still in flight when the duration ends is not counted: the server may count one more)
  * and on exit (duration over, SIGINT or SIGTERM) {"type":"summary","transactions":..,"elapsed_s":..,
  * "trans_per_s":..,"latency_us":{"mean","p50","p90","p99","max"},...,"version":..}. The server prints a summary of
  * the transactions it served when it gets SIGINT or SIGTERM. Exit code 0 after a summary; errors go to stderr

@@ -80,10 +80,12 @@ def test_client_and_server_count_the_same_transactions_and_exit_cleanly(tool, pa
     assert summary["connected"] and summary["connects"] == 1 and summary["request_size"] == summary["response_size"] == 1
     assert summary["transactions"] == sum(r["transactions"] for r in intervals) > 100, summary
     assert 0 < summary["latency_us"]["p50"] <= summary["latency_us"]["p99"] <= summary["latency_us"]["max"] * 1.05
-    # the server served every transaction of the client, warm-up included (one connection)
+    # the server served every transaction of the client, warm-up included (one connection); one more where a
+    # transaction was in flight when the client's duration ended (the server answered it, the client stopped waiting)
     served = lines(out)[-1]
     assert served["type"] == "summary" and served["connections"] == 1, served
-    assert served["transactions"] == summary["transactions"] + recs[1]["transactions"], (served, summary, recs[1])
+    extra = served["transactions"] - (summary["transactions"] + recs[1]["transactions"])
+    assert extra in (0, 1), (served, summary, recs[1])
 
 
 def test_client_ends_on_sigint_with_a_summary_and_counts_zero_without_a_server(tool, pair):
