@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # where experiments write their records and reports (playbooks/group_vars/all reads it)
 export XDPLAB_RESULTS_DIR ?= $(CURDIR)/results
 
-.PHONY: report vm-lab vm-lab-up vm-lab-down test-vm-lab test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency paper-routing afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
+.PHONY: report vm-lab vm-lab-up vm-lab-down test-vm-lab test-kernel-nobtf paper-drop paper-drop-cpu paper-forward paper-latency paper-routing paper-ddos afxdp xdp-pass-tcp site test lint sanity unit integration molecule bench testbed-down system-deps clean help
 
 help:
 	@echo "make paper-drop   the drop experiment (XDP, DPDK, AF_XDP, Linux) on the virtual lab (ARGS='-e ...' to override)"
@@ -21,6 +21,7 @@ help:
 	@echo "make paper-forward  forwarding by cores (paper_forward_systems in playbooks/vars/paper_forward.yml: XDP_TX, XDP_REDIRECT devmap, Linux routing, DPDK testpmd mac, AF_XDP l2fwd), counted where frames return"
 	@echo "make paper-latency  latency at 100 pps and 1 Mpps (in-band stamps), the floor beside the systems, CDF"
 	@echo "make paper-routing  routing (issue 27): XDP router (bpf_fib_lookup) vs Linux, one route vs a full BGP table, by cores and destinations"
+	@echo "make paper-ddos     TCP_RR trans/s under a UDP flood by attack rate: no XDP, the XDP filter (cpumap), xdp-filter, control"
 	@echo "make afxdp        the AF_XDP RFC table (seeds/001): rxdrop/txpush/l2fwd x XDP_SKB/XDP_DRV x 64/1500 B"
 	@echo "make xdp-pass-tcp what XDP_PASS costs TCP (seeds/002): iperf3 into the DUT, CPU per Gbit/s by program"
 	@echo "make site         build the testbed from bare machines (INVENTORY=inventories/lab)"
@@ -68,6 +69,10 @@ paper-drop-cpu: $(VENV)/.run-deps
 # the forwarding experiment (issue 9): forwarded Mpps by cores, counted at the generator's receive port
 paper-forward: $(VENV)/.run-deps
 	$(call experiment,paper_forward,report.md,$(comma) figure paper_forward_mpps.png beside it)
+
+# the DoS experiment (issue 27): TCP_RR trans/s under a UDP flood, without XDP, with the XDP filter, xdp-filter, control
+paper-ddos: $(VENV)/.run-deps
+	$(call experiment,paper_ddos,ddos.md,$(comma) figure paper_ddos_tcp_rr.png and report.md beside it)
 
 # the latency experiment (issue 9): percentiles per system and load beside the paper's table, the floor, the CDF
 paper-latency: $(VENV)/.run-deps
@@ -163,7 +168,7 @@ system-deps: $(VENV)/.test-deps
 
 # lint: the syntax check of every playbook, one ansible-playbook per inventory (one start instead of one per
 # playbook; it stops at, and names, the first playbook that does not parse)
-SYNTAX_PLAYBOOKS := paper_drop paper_drop_cpu paper_forward paper_latency afxdp xdp_pass_tcp ab_compare ndr_pdr site drift_check testbed_up testbed_down vm_lab
+SYNTAX_PLAYBOOKS := paper_drop paper_drop_cpu paper_forward paper_latency paper_ddos afxdp xdp_pass_tcp ab_compare ndr_pdr site drift_check testbed_up testbed_down vm_lab
 lint: $(VENV)/.test-deps
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ruff check .

@@ -19,18 +19,11 @@
 #include <bpf/bpf_helpers.h>
 
 #include "xdp_forward.h"
-#include "xdp_redirect_cpu.h"
+#include "xdp_cpumap.h"
 #include "xdp_eth.h"
 
 /* the CPU that forwards: key of cpu_map */
 const volatile __u32 remote_cpu = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_CPUMAP);
-	__type(key, __u32); /* CPU number */
-	__type(value, struct bpf_cpumap_val); /* queue size and the program run on that CPU */
-	__uint(max_entries, CPU_MAP_ENTRIES);
-} cpu_map SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);

@@ -526,6 +526,10 @@ def input_errors(
         [t for t in axis(matrix, "table") if t != "none"] or [d for d in axis(matrix, "destinations") if d not in (0, "0")]
     ):
         errors += routing_errors(matrix, options, dut, host)
+    # issue 27: the DoS experiment's ports, attack rates and packet length (when the matrix has a system of kind ddos)
+    ddos_systems = [n for n in axis(matrix, "system") if isinstance(n, str) and _impl(systems.get(n)) == "ddos"]
+    if options.get("experiment_ddos") and not matrix_error(matrix) and ddos_systems:
+        errors += ddos_errors(matrix, options["experiment_ddos"], host)
 
     # the generator host and its backend
     if gen is None:
@@ -978,4 +982,66 @@ def routing_errors(matrix, options, dut, host="dut"):
                 "DUT's MTU %s (xdplab_dut_mtu): the router answers FRAG_NEEDED instead of forwarding; give frames of at "
                 "most %d bytes" % (host, _pylist(over), ETH_OVERHEAD, mtu, int(mtu) + ETH_OVERHEAD)
             )
+    return errors
+
+
+# -- the DoS experiment (playbooks/paper_ddos.yml, issue 27) -----------------------------------------------------------
+# bytes of a frame's packet_len that are not its IP packet: the Ethernet header (14) and the FCS (4)
+_FRAME_OVERHEAD = 18
+# what an encapsulation adds to the IP packet (IPIP's outer header): packet length + 20 must fit the MTU
+ENCAP_OVERHEAD = 20
+
+
+def encap_mtu_errors(matrix, mtu, host, overhead=ENCAP_OVERHEAD):
+    """packet_len values whose IP packet (packet_len - 18) plus ``overhead`` bytes is over the DUT port's MTU."""
+    ceiling = _number(mtu)
+    if ceiling is None:
+        return [
+            "%s: xdplab_dut_mtu: %s is not a number of bytes (the DUT port's MTU, 1500 on the virtual lab)" % (host, _json(mtu))
+        ]
+    lens = [x for x in (_number(v) for v in axis(matrix, "packet_len", 64)) if x is not None]
+    over = [int(x) for x in lens if x - _FRAME_OVERHEAD + overhead > ceiling]
+    if not over:
+        return []
+    return [
+        "%s: packet_len: %s bytes: the IP packet (packet_len - %d) + %d bytes is over the DUT port's MTU xdplab_dut_mtu=%s; "
+        "give packet_len at most %d"
+        % (host, _pylist(over), _FRAME_OVERHEAD, overhead, mtu, int(ceiling) + _FRAME_OVERHEAD - overhead)
+    ]
+
+
+def ddos_errors(matrix, ddos, host):
+    """The DoS experiment's input: the attack port must not be the TCP_RR port (control and data: one connection), every
+    attack rate (offered_mpps) at or below the generator's ceiling (xdplab_generator_max_pps, frames/s), and the flood's
+    packet length + 20 within the MTU. ``ddos``: {tcp_rr_port, attack_port, max_pps, mtu}."""
+    errors = []
+    attack, rr = _number(ddos.get("attack_port")), _number(ddos.get("tcp_rr_port"))
+    for field, key, value in (
+        ("experiment_ddos_attack_port", "attack_port", attack),
+        ("experiment_ddos_tcp_rr_port", "tcp_rr_port", rr),
+    ):
+        if value is None or not 1 <= value <= 65535 or value != int(value):
+            errors.append("%s: %s: %s is not a port (1-65535)" % (host, field, _json(ddos.get(key))))
+    if attack is not None and attack == rr:
+        errors.append(
+            "%s: experiment_ddos_attack_port: %s is the TCP_RR port (experiment_ddos_tcp_rr_port, its control and data "
+            "connection): the flood would hit the measured connection; give another attack port (9, the default)"
+            % (host, _json(ddos.get("attack_port")))
+        )
+    ceiling = _number(ddos.get("max_pps"))
+    rates = [x for x in (_number(m) for m in axis(matrix, "offered_mpps", 0)) if x is not None]
+    if ceiling is None:
+        errors.append(
+            "%s: xdplab_generator_max_pps: %s is not a number of frames/s (the generator's ceiling, defined in "
+            "playbooks/group_vars/all/xdplab_experiment.yml)" % (host, _json(ddos.get("max_pps")))
+        )
+    else:
+        over = [_pps(x) for x in rates if _pps(x) > ceiling]
+        if over:
+            errors.append(
+                "%s: offered_mpps: attack rates %s pps are above the generator's ceiling xdplab_generator_max_pps=%s "
+                "pps; give rates at or below it (-e '{\"paper_ddos_offered_mpps\": [0, 1, 2]}'), or on a faster "
+                "generator raise xdplab_generator_max_pps in the inventory" % (host, _pylist(over), ddos.get("max_pps"))
+            )
+    errors += encap_mtu_errors(matrix, ddos.get("mtu"), host)
     return errors

@@ -369,6 +369,7 @@ def build_record(
     tcp=None,
     forwarding=None,
     latency=None,
+    ddos=None,
 ):
     """The trial record (docs/trial_record.schema.json) of one trial. Raises RecordError naming a bad input.
 
@@ -438,6 +439,11 @@ def build_record(
             raise RecordError("latency must be the section module latency_stats returns "
                               "(count, average_ns, p50_ns, ..., histogram), got %r" % (latency,))
         rec["latency"] = copy.deepcopy(latency)
+    if ddos is not None and meas is not None:
+        # the DoS experiment's section (module_utils/_ddos.py section): TCP_RR under the flood, where it was dropped
+        if not isinstance(ddos, dict) or "tcp_rr" not in ddos or "attack" not in ddos:
+            raise RecordError("ddos must be the section _ddos.section builds (tcp_rr, attack, dropped, ...), got %r" % (ddos,))
+        rec["ddos"] = copy.deepcopy(ddos)
     if ok:
         speed = link_speed_of(rec, link_speed_gbit)
         rec["loss"] = loss_verdict(meas["pps"], generator, meas["window"], kept_up_share, speed, point.get("packet_len"))

@@ -134,6 +134,12 @@ KINDS = {
             "the generator straight to its own sink, no DUT (the latency experiment's floor)",
             sink_at_dut=True,
         ),
+        # issue 27 (paper_ddos, plugin_utils/_kind_ddos.py): TCP_RR on the DUT while the generator floods it
+        Kind(
+            "ddos",
+            "TCP_RR (xdplab-tcp-rr) into a server on the DUT while the generator floods it with UDP to a closed port",
+            cpu_windowed=True,
+        ),
     )
 }
 
@@ -539,7 +545,7 @@ def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
         variables = {"touch_mode": touch_modes[spec["touch"]], "count_mode": count_modes[spec["count"]]}
     if spec.get("cpumap"):
         variables = {"remote_cpu": cpumap_cpu}
-        maps["cpu_map"] = {str(cpumap_cpu): {"qsize": system.get("cpumap_qsize", 2048), "program": "xdp_cpumap_fwd"}}
+        maps["cpu_map"] = cpumap_entries(cpumap_cpu, system.get("cpumap_qsize", 2048), "xdp_cpumap_fwd")
     if spec.get("devmap_key") == "ifindex":
         # bpf/xdp_router: the lookup's egress ifindex is the key; .rodata: the lookup's flags, the counters
         lookup = system.get("fib_lookup", "direct")
@@ -553,3 +559,10 @@ def forward_plan(system, egress, cpumap_cpu, touch_modes, count_modes):
         maps["tx_ports"] = {"0": egress}
     xdp = {"object": spec["object"], "program": spec["program"], "variables": variables, "map_entries": maps}
     return {"mode": mode, "router": False, "xdp": xdp, "process": False}
+
+
+def cpumap_entries(cpu, qsize, program=None):
+    """xdp_program's map_entries for the cpumap of bpf/xdp_cpumap.h (xdp_redirect_cpu, xdp_ddos_filter): one entry,
+    the CPU that takes the frames, its queue size and the program its kthread runs (None: the frames go to the
+    stack there)."""
+    return {str(cpu): {"qsize": int(qsize), "program": program}}

@@ -40,6 +40,7 @@ class TrialRecorder:
                 tcp=p["tcp"],
                 forwarding=p["forwarding"],
                 latency=p["latency"],
+                ddos=p["ddos"],
             )
         except _record.RecordError as exc:
             self.module.fail_json(msg="trial_record: %s" % exc)
@@ -144,6 +145,7 @@ ARGUMENT_SPEC = dict(
     tcp=dict(type="dict"),
     forwarding=dict(type="dict"),
     latency=dict(type="dict"),
+    ddos=dict(type="dict"),
     provenance=dict(type="dict", default={}),
     kept_up_share=dict(type="float", default=_record.KEPT_UP_SHARE),
     link_speed_gbit=dict(type="float"),

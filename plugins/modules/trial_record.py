@@ -105,6 +105,12 @@ options:
         achieved offered rate, the encoded HdrHistogram). Kept as the record's C(latency). Other experiments leave it
         out.
     type: dict
+  ddos:
+    description:
+      - The DoS experiment's section (playbooks/paper_ddos.yml, plugins/module_utils/_ddos.py) - the TCP_RR client's
+        transactions/s under the flood, the attack as offered and achieved, where the DUT dropped it and every CPU's
+        busy share. Kept as the record's C(ddos). Other experiments leave it out.
+    type: dict
   provenance:
     description:
       - What the trial ran on - C(dut), C(system), C(program), C(generator), C(trial) (warm-up, interval, samples),

@@ -22,6 +22,8 @@ the object with its own part added:
                 a later one (another worker process), ended on every exit path (cleanup and teardown: each its host's)
     far         a forwarding system's far side: its window (``window``, set by the measure: trial.yml then runs the
                 phase ``far`` on the generator host) and the far side's count (``counted``, until ``collect`` reads it)
+    side        what a provider ran on the generator host beside the traffic, collected by ``stop`` before the
+                generator stops (the provider's ``side_collect``: the DoS experiment's TCP_RR client, _kind_ddos.py)
 
 The phases that only a forwarding system's trial runs, ``far`` (delegated to the generator host while the DUT counts)
 and ``collect`` (the DUT's background jobs of that window), register their results apart (``__experiment_far``,
@@ -52,13 +54,14 @@ from ansible_collections.xdplab.testbed.plugins.filter import lab_math
 from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_usage as cpu_usage
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trial_record as trial_record
-from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker, _kind_af_xdp, _kind_dpdk
+from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker, _kind_af_xdp, _kind_ddos, _kind_dpdk
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_forward import ForwardProvider
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ModuleFailure, on_this_machine, run_worker
 
 # the keys of the state object a phase passes on (the rest of a registered result is Ansible's)
 STATE_KEYS = (
     "trial", "program", "traffic", "started", "cpu_before", "measured", "cpu", "generator", "line", "jobs", "far", "collected",
+    "side",
 )  # fmt: skip
 # the routing experiment (issue 27, _kind_forward.py): its table, install and the router's fib counts before the window
 STATE_KEYS += ("routing",)
@@ -397,9 +400,10 @@ class Phases:
                 "state": "started",
                 "run_dir": self.run_dir(),
                 "name": trial["id"],
-                "interface": gen["interface"],
+                # a system's traffic may leave by another port to another address (the DoS experiment's control row)
+                "interface": traffic.get("interface", gen["interface"]),
                 "src_mac": gen.get("mac"),
-                "dst_mac": self.var("xdplab_dut_mac"),
+                "dst_mac": traffic.get("dst_mac", self.var("xdplab_dut_mac")),
                 "src_ip": gen.get("ip"),
                 "dst_ip": self.var("xdplab_dut_ip"),
                 "packet_len": trial["packet_len"],
@@ -408,7 +412,7 @@ class Phases:
                 "cpus": gen.get("cpus"),
                 "duration": trial["seconds"],
                 "rate_pps": traffic.get("rate_pps", trial["rate_pps"]),
-                "port_base": self.var("xdplab_port_base"),
+                "port_base": traffic.get("port_base", self.var("xdplab_port_base")),
                 "backend_options": traffic.get("options", gen.get("options")),
                 "binary": f"{self.var('xdplab_bpf_prefix')}/bin/xdplab-trafficgen",
                 # address lists (issue 27: an experiment's __experiment_traffic sets them), only when set
@@ -497,7 +501,11 @@ class Phases:
         a forwarding system's far side. Then the trial's record, written by this action on the controller
         (``record``), unless the trial still reads something after the generator's stop (the latency experiment's
         sink: its own ``record`` phase)."""
+        provider = self.provider()
         try:
+            if provider and hasattr(provider, "side_collect"):
+                # what the provider ran beside the traffic ends before it (the DoS experiment's TCP_RR client)
+                self.state["side"] = provider.side_collect(self)
             self.state["generator"] = self.module(
                 "xdplab.testbed.traffic_generator",
                 {
@@ -547,6 +555,10 @@ class Phases:
             args["tcp"] = dict(summary["tcp"], driver_rates=measured.get("rates") or {})
         if self.flag("experiment_latency"):
             args["latency"] = (self.var("__experiment_latency", {}) or {}).get("latency")
+        provider = self.provider()
+        if provider and hasattr(provider, "record_extra"):
+            # a kind's additive section of the record (the DoS experiment's ddos)
+            args.update(provider.record_extra(self, summary))
         recorded = self.in_process(trial_record.TrialRecorder, trial_record.ARGUMENT_SPEC, args, trial_record.REQUIRED_IF)
         self.changed = self.changed or bool(recorded.get("changed"))
         record = recorded.get("record") or {}
@@ -867,6 +879,8 @@ PROVIDERS = {
 }
 # the userspace kinds (their forwarding entries with _kind_forward.py's forwarding process)
 PROVIDERS.update(dpdk=_kind_dpdk.DpdkProvider, af_xdp=_kind_af_xdp.AfXdpProvider)
+# issue 27: the DoS experiment's kind (TCP_RR under a UDP flood)
+PROVIDERS.update(ddos=_kind_ddos.DdosProvider)
 
 
 def provider_of(system):

@@ -1,0 +1,276 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The DoS experiment's pure parts (issue 27, plugins/module_utils/_ddos.py): the TCP_RR tool's command lines and
+output, the drop counters, the record's ddos section, the DoS table and the issue's check; its bad input
+(plugins/module_utils/_experiment_input.py ddos_errors) refused by the validate step's filter before any change."""
+
+import json
+
+import pytest
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ddos as ddos
+from ansible_collections.xdplab.testbed.plugins.module_utils import _record, _systems
+
+OUT = "\n".join(json.dumps(o) for o in [
+    {"type": "start", "mono": 1.0, "role": "client", "addr": "198.18.0.2:12865", "cpu": 0, "version": "0.1.0"},
+    {"type": "warmup", "mono": 3.0, "seconds": 2.0, "transactions": 900},
+    {"type": "interval", "t": 3.0, "mono": 6.0, "interval_s": 3.0, "transactions": 30000, "trans_per_s": 10000.0},
+    {"type": "interval", "t": 6.0, "mono": 9.0, "interval_s": 3.0, "transactions": 36000, "trans_per_s": 12000.0},
+    {"type": "interval", "t": 6.1, "mono": 9.1, "interval_s": 0.1, "transactions": 5, "trans_per_s": 50.0},
+    {"type": "summary", "role": "client", "transactions": 66005, "elapsed_s": 6.1, "trans_per_s": 10820.5,
+     "latency_us": {"mean": 92.0, "p50": 90.0, "p90": 99.0, "p99": 140.0, "max": 900.0}, "connected": True,
+     "connects": 1, "connect_or_io_failures": 0, "request_size": 1, "response_size": 1, "version": "0.1.0"},
+])  # fmt: skip
+
+
+def test_command_lines():
+    assert ddos.server_command("/x/xdplab-tcp-rr", "198.18.0.2", 12865, 0) == [
+        "/x/xdplab-tcp-rr", "--listen", "198.18.0.2:12865", "--cpu", "0"]  # fmt: skip
+    assert ddos.client_command("t", "198.18.0.2", 12865, 2, 12, 3) == [
+        "t", "--connect", "198.18.0.2:12865", "--warmup", "2", "--duration", "12", "--interval", "3"]  # fmt: skip
+
+
+def test_client_result_keeps_full_intervals_and_their_mean_and_sd():
+    res = ddos.client_result(ddos.parse_lines(OUT), 3.0)
+    # the last 0.1 s interval is left out of the samples (the paper's four 3-second samples are whole)
+    assert [s["trans_per_s"] for s in res["samples"]] == [10000.0, 12000.0]
+    assert res["trans_per_s"] == 11000.0 and res["trans_per_s_sd"] == pytest.approx(1414.2, abs=0.1)
+    assert res["warmup_transactions"] == 900 and res["connected"] and res["latency_us"]["p99"] == 140.0
+
+
+def test_output_without_a_summary_or_not_json_is_refused_naming_the_line():
+    with pytest.raises(ddos.DdosError, match="no summary"):
+        ddos.client_result(ddos.parse_lines(OUT.rsplit("\n", 1)[0]), 3.0)
+    with pytest.raises(ddos.DdosError, match="line 2 is not JSON"):
+        ddos.parse_lines('{"type": "start"}\nSegmentation fault')
+
+
+def test_program_totals_and_where_dropped():
+    raw = [[(5).to_bytes(8, "little"), (7).to_bytes(8, "little")], [(1).to_bytes(8, "little"), (0).to_bytes(8, "little")]]
+    totals, per_cpu = ddos.program_totals(raw)
+    assert totals == {"dropped": 12, "redirected": 1} and per_cpu == {"0": 5, "1": 7}
+    moved = ddos.moved({"UdpNoPorts": 10, "UdpInErrors": 5}, {"UdpNoPorts": 3010, "UdpInErrors": 5}, ddos.SNMP_DROPS)
+    assert moved == {"UdpNoPorts": 3000, "UdpInErrors": 0}
+    where = ddos.where_dropped(moved, {"dropped": 600}, 300, 3.0)
+    assert where == {"xdp_program_pps": 200.0, "xdp_driver_pps": 100.0, "udp_no_ports_pps": 1000.0,
+                     "udp_in_errors_pps": 0.0, "udp_rcvbuf_errors_pps": 0.0}  # fmt: skip
+    assert ddos.dropped_pps("stack", where) == 1000.0 and ddos.dropped_pps("none", where) == 0.0
+
+
+def test_cpu_parties_name_who_runs_where():
+    rows = [{"cpu": 0, "busy": 99.0, "user": 1, "system": 90, "softirq": 8}, {"cpu": 1, "busy": 40.0}]
+    out = ddos.cpu_parties(rows, {"dut": [1], "app": [0], "generator": [0], "client": [0]})
+    assert out[0]["roles"] == ["app", "client", "generator"] and out[1]["roles"] == ["dut"]
+
+
+def _rec(system, pps, trans, udp_no_ports=0.0, xdp=None):
+    return {"status": "ok", "point": {"system": system}, "ddos": {
+        "tcp_rr": {"trans_per_s": trans, "trans_per_s_sd": 10.0}, "attack": {"offered_pps": pps, "achieved_pps": pps},
+        "dropped": {"udp_no_ports_pps": udp_no_ports, "xdp_program_pps": xdp}, "cpus": []}}  # fmt: skip
+
+
+def test_table_ratio_rows_and_the_issues_check():
+    recs = [
+        _rec("ddos_none", 0, 10000), _rec("ddos_none", 500000, 9000, 500000), _rec("ddos_none", 1000000, 3000, 800000),
+        _rec("ddos_none", 2000000, 0, 800000), _rec("xdp_ddos_filter", 0, 10000),
+        _rec("xdp_ddos_filter", 1000000, 9500, 0, 1e6), _rec("xdp_ddos_filter", 3000000, 8100, 0, 3e6),
+        _rec("xdp_ddos_filter", 4000000, 5000, 0, 4e6),
+    ]  # fmt: skip
+    pts = ddos.points(recs)
+    assert ddos.held(pts["ddos_none"]) == (500000, 2000000)
+    assert ddos.held(pts["xdp_ddos_filter"]) == (3000000, None)
+    assert ddos.linux_drop_rate(pts["ddos_none"]) == 800000.0
+    # none falls to 0 at 2 Mpps, above the 0.8 Mpps drop rate; XDP holds 3 Mpps >= 3 x 0.8 Mpps
+    assert ddos.check(pts) == {"linux_drop_pps": 800000.0, "none_falls_before": False, "xdp_holds_3x": True}
+    paper = ddos.paper_rows("attack_pps,xdp_tcp_rr_trans_per_s,xdp_sd,no_xdp_tcp_rr_trans_per_s,no_xdp_sd\n"
+                            "0,34524.7,33.0,34016.0,8.0\n3500000,,,0,0\n")  # fmt: skip
+    assert paper[3500000] == {"xdp": None, "xdp_sd": None, "no_xdp": 0.0, "no_xdp_sd": 0.0}
+    md = ddos.table_markdown(pts, paper)
+    assert "| ddos_none | 0 | 0.00 | 10,000 | 10 | 100 % |" in md
+    assert "| xdp_ddos_filter | 3 | 3.00 | 8,100 | 10 | 81 % |" in md
+    assert "Linux drop rate (UDP to no port, the ddos_none row's UdpNoPorts ceiling): 0.80 Mpps." in md
+
+
+def test_the_record_keeps_the_section_and_refuses_another_shape():
+    meas = {"pps": 1.0, "window": {"start": 0, "end": 1, "seconds": 1}, "source": {"kind": "snmp", "at": "dut"}}
+    args = {
+        "experiment": "paper_ddos",
+        "trial": {"trial_id": "t", "point": {"system": "ddos_none"}, "repetition": 1},
+        "status": "ok",
+        "started_at": "2026-01-01T00:00:00Z",
+        "measurement": meas,
+        "generator": {"sent": 1, "elapsed_s": 1, "offered_pps": 1.0},
+    }
+    attack = {"offered_pps": 0, "achieved_pps": 1.0}
+    section = ddos.section({"trans_per_s": 5.0, "samples": []}, {}, attack, {"drop_at": "stack"})
+    rec = _record.build_record(**args, ddos=section)
+    assert rec["ddos"]["tcp_rr"]["trans_per_s"] == 5.0 and rec["ddos"]["drop_at"] == "stack"
+    assert "ddos" not in _record.build_record(**args)
+    with pytest.raises(_record.RecordError, match="ddos must be"):
+        _record.build_record(**args, ddos={"tcp_rr": {}})
+
+
+def test_the_kind_is_registered_with_a_provider_and_the_shared_cpumap_entries():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PROVIDERS
+
+    assert "ddos" in _systems.KINDS and "ddos" in PROVIDERS
+    assert _systems.cpumap_entries(0, 2048) == {"0": {"qsize": 2048, "program": None}}
+    # the forwarding cpumap uses the same helper (one place)
+    plan = _systems.forward_plan({"forward": "xdp_redirect_cpu", "name": "x"}, "veth1", 0, {}, {})
+    assert plan["xdp"]["map_entries"]["cpu_map"] == _systems.cpumap_entries(0, 2048, "xdp_cpumap_fwd")
+
+
+# -- bad input: refused by the validate step (filter experiment_input_errors) before anything changes ----------------
+DDOS_SYSTEMS = {"ddos_none": {"impl": "ddos", "filter": "none", "drop_at": "stack"}, "xdp": {"impl": "xdp"}}
+GOOD = {"tcp_rr_port": 12865, "attack_port": 9, "max_pps": 16000000, "mtu": 1500}
+
+
+def ddos_input_errors(tmp, ddos_input=None, mpps=(0, 1), packet_len=(64,), system="ddos_none"):
+    from ansible_collections.xdplab.testbed.plugins.filter.experiment_input import experiment_input_errors
+    from ansible_collections.xdplab.testbed.tests.unit.test_input_checks import IMPLS, _dut, _gen
+
+    opts = {"experiment_name": "x", "experiment_repetitions": 1, "experiment_systems": DDOS_SYSTEMS,
+            "experiment_results_dir": str(tmp), "experiment_warmup": 2, "experiment_interval": 3, "experiment_samples": 4,
+            "experiment_generator_slack": 10, "experiment_window_lead": 10, "experiment_kept_up_share": 0.99,
+            "experiment_latency_max_pps": 1000000, "experiment_ddos": dict(GOOD, **(ddos_input or {}))}  # fmt: skip
+    matrix = {"system": [system], "cores": [1], "packet_len": list(packet_len), "offered_mpps": list(mpps)}
+    return experiment_input_errors(
+        opts, matrix, _dut(), _gen(), IMPLS + ["ddos"], backends=["xdp_live"], touch_modes=["no_touch"],
+        tcp_programs=["none"], afxdp_binds=["skb", "drv_copy"], generators=["tg"], vlab=["dut", "tg"], online_cpus="0-1",
+    )  # fmt: skip
+
+
+def test_good_ddos_input_passes(tmp_path):
+    assert ddos_input_errors(tmp_path) == []
+
+
+def test_attack_port_equal_to_the_tcp_rr_port_is_refused(tmp_path):
+    assert ddos_input_errors(tmp_path, {"attack_port": 12865}) == [
+        "dut: experiment_ddos_attack_port: 12865 is the TCP_RR port (experiment_ddos_tcp_rr_port, its control and data "
+        "connection): the flood would hit the measured connection; give another attack port (9, the default)"
+    ]
+
+
+def test_attack_rate_above_the_generators_ceiling_is_refused(tmp_path):
+    assert ddos_input_errors(tmp_path, {"max_pps": 2000000}, mpps=(0, 1, 3)) == [
+        "dut: offered_mpps: attack rates [3000000.0] pps are above the generator's ceiling xdplab_generator_max_pps=2000000 "
+        "pps; give rates at or below it (-e '{\"paper_ddos_offered_mpps\": [0, 1, 2]}'), or on a faster generator raise "
+        "xdplab_generator_max_pps in the inventory"
+    ]
+    # another experiment's matrix is not the DoS experiment's: no ceiling of this check there
+    assert ddos_input_errors(tmp_path, {"max_pps": 2000000}, mpps=(3,), system="xdp") == []
+
+
+def test_packet_length_plus_20_over_the_mtu_is_refused(tmp_path):
+    assert ddos_input_errors(tmp_path, packet_len=(64, 1498)) == []
+    assert ddos_input_errors(tmp_path, packet_len=(64, 1499)) == [
+        "dut: packet_len: [1499] bytes: the IP packet (packet_len - 18) + 20 bytes is over the DUT port's MTU "
+        "xdplab_dut_mtu=1500; give packet_len at most 1498"
+    ]
+
+
+# -- the provider (plugin_utils/_kind_ddos.py): which modules it calls, in order, with what, on a stand-in phases ------
+class FakeDdosPhases:
+    """What the ddos provider uses of _trial.Phases, recording module calls, shell scripts and jobs."""
+
+    def __init__(self, system, rate_pps=0, variables=None):
+        import os
+
+        import yaml
+
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open(os.path.join(root, "roles", "experiment", "defaults", "main.yml")) as fh:
+            systems = yaml.safe_load(fh)["experiment_systems"]
+        self.variables = {
+            "__experiment_systems": systems, "__experiment_planned": {"point": {"system": system}},
+            "__experiment_gen": {"host": "tg", "interface": "veth-tg0", "cpus": [0]}, "xdplab_housekeeping_cpus": [0],
+            "xdplab_dut_interface": "veth-dut0", "xdplab_dut_ip": "198.18.0.2", "xdplab_bpf_prefix": "/p",
+            "xdplab_generator_run_dir": "/run/g", "experiment_warmup": 2, "experiment_interval": 3, "experiment_samples": 4,
+            "experiment_ddos_tcp_rr_port": 12865, "experiment_ddos_attack_port": 9, "experiment_ddos_baseline_pps": 1,
+            "__experiment_xdp_program_keys": ["id"],
+        }  # fmt: skip
+        self.variables.update(variables or {})
+        self.state = {"trial": {"name": system, "kind": "ddos", "rate_pps": rate_pps, "cpus": [1]}}
+        self.calls, self.scripts, self.jobs = [], [], []
+
+    @property
+    def trial(self):
+        return self.state["trial"]
+
+    def var(self, name, default=None):
+        value = self.variables.get(name)
+        return default if value is None else value
+
+    def host_var(self, host, name, default=None):
+        return self.variables.get(f"{host}.{name}", default)
+
+    def module(self, name, args):
+        self.calls.append((name, {k: v for k, v in args.items() if v is not None}))
+        return {"id": 7, "command": ["x"]}
+
+    def shell(self, script, what):
+        self.scripts.append(script)
+        return {"rc": 0, "stdout": "1.3.1-1\n"}
+
+    def start_job(self, name, module, args, limit_s):
+        self.jobs.append((name, module, args, limit_s))
+
+    def collect_job(self, name, timeout_s):
+        return {"tcp_rr": {"trans_per_s": 100.0, "samples": []}}
+
+    def sampling(self):
+        return {"warmup": 2, "interval": 3, "samples": 4}
+
+    def measured(self):
+        return self.state.get("measured") or {}
+
+
+def test_the_xdp_filter_row_attaches_the_filter_with_its_cpumap_and_floods_the_attack_port():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_ddos import DdosProvider
+
+    ph = FakeDdosPhases("xdp_ddos_filter", rate_pps=500000)
+    program = DdosProvider.setup(ph)
+    (server, srv_args), (attach, xdp_args) = ph.calls
+    assert server == "xdplab.testbed.tcp_rr" and srv_args["state"] == "present" and srv_args["cpu"] == 0
+    assert srv_args["addr"] == "198.18.0.2" and srv_args["port"] == 12865
+    assert attach == "xdplab.testbed.xdp_program" and xdp_args["program"] == "xdp_ddos_filter"
+    assert xdp_args["object"] == "/p/lib/bpf/xdp_ddos_filter.bpf.o"
+    assert xdp_args["variables"] == {"attack_port_min": 9, "attack_port_max": 9, "app_cpu": 0, "count_mode": 1}
+    assert xdp_args["map_entries"] == {"cpu_map": {"0": {"qsize": 2048, "program": None}}}
+    assert ph.state["traffic"] == {"port_base": 9, "rate_pps": 500000}
+    assert program["filter"] == "program" and program["drop_at"] == "program" and program["id"] == 7
+    # the generator host: software TCP checksums, then the client as a job of the phases over warm-up + 4 x 3 s
+    DdosProvider.far_setup(ph)
+    assert "ethtool -K veth-tg0 tx off" in ph.scripts[-1]
+    name, module, args, _limit = ph.jobs[0]
+    assert (name, module, args["state"], args["warmup"], args["duration"], args["interval"], args["cpu"]) == (
+        "tcp_rr", "xdplab.testbed.tcp_rr", "measured", 2.0, 12.0, 3.0, 0)  # fmt: skip
+    DdosProvider.far_teardown(ph)
+    assert "ethtool -K veth-tg0 tx $(cat /run/g/ddos-tx-csum.veth-tg0)" in ph.scripts[-1]
+
+
+def test_the_baseline_offers_a_trickle_and_the_control_row_floods_a_sink():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_ddos import SINK, SINK_MAC, DdosProvider
+
+    ph = FakeDdosPhases("ddos_control", rate_pps=0)
+    DdosProvider.setup(ph)
+    # no filter on the DUT; the generator's rate 0 would be its full speed: the baseline offers 1 frame/s instead
+    assert ph.calls[1] == ("xdplab.testbed.xdp_program", {"interface": "veth-dut0", "state": "absent"})
+    assert ph.state["traffic"] == {"port_base": 9, "rate_pps": 1, "interface": SINK, "dst_mac": SINK_MAC}
+    DdosProvider.far_setup(ph)
+    assert f"ip link add {SINK} type veth" in ph.scripts[0]
+    assert ph.calls[-1][1]["interface"] != "veth-dut0" and ph.calls[-1][1]["program"] == "xdp_bare_drop"
+
+
+def test_the_peer_row_loads_xdp_filter_on_the_attack_port_and_the_record_gets_its_section():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_ddos import DdosProvider
+
+    ph = FakeDdosPhases("xdp_filter_peer", rate_pps=100000)
+    program = DdosProvider.setup(ph)
+    assert "xdp-filter load -m native -p allow veth-dut0" in ph.scripts[0]
+    assert "xdp-filter port -m dst -p udp 9" in ph.scripts[0]
+    assert program["peer"]["xdp_tools_version"] == ["1.3.1-1"]
+    ph.state["side"] = DdosProvider.side_collect(ph)
+    ph.state["measured"] = {"dut": {"dropped": {"xdp_driver_pps": 9.0}, "cpus": [{"cpu": 0, "busy": 1.0}, {"cpu": 1}]}}
+    section = DdosProvider.record_extra(ph, {"offered_pps": 99000.0})["ddos"]
+    assert section["tcp_rr"]["trans_per_s"] == 100.0 and section["drop_at"] == "driver"
+    assert section["attack"] == {"port": 9, "offered_pps": 100000, "achieved_pps": 99000.0, "to": "dut"}
+    assert section["cpus"][0]["roles"] == ["app", "client", "generator"] and section["cpus"][1]["roles"] == ["dut"]
