@@ -123,7 +123,9 @@ def plan_errors(vips, reals_per_vip, reals_net, proto="udp"):
     try:
         net = ipaddress.IPv4Network(str(reals_net), strict=False)
         if per >= 1 and vips * per > net.num_addresses - 2:
-            errors.append(f"reals_net: {reals_net} has {net.num_addresses - 2} addresses for {vips * per} reals: give a larger net")
+            errors.append(
+                f"reals_net: {reals_net} has {net.num_addresses - 2} addresses for {vips * per} reals: give a larger net"
+            )
     except ValueError as exc:
         errors.append(f"reals_net: {reals_net!r} is not an IPv4 net ({exc})")
     if proto not in PROTOCOLS:
@@ -154,7 +156,9 @@ def lb_errors(lb, systems, packet_lens, cores, mtu=1500, host="dut"):
         max_cores = max(int(c) for c in cores) if cores else 1
     except (TypeError, ValueError):
         max_cores = 1
-    for problem in plan_errors(max_cores, lb.get("reals_per_vip", 100), lb.get("reals_net", "10.200.0.0/16"), lb.get("proto", "udp")):
+    for problem in plan_errors(
+        max_cores, lb.get("reals_per_vip", 100), lb.get("reals_net", "10.200.0.0/16"), lb.get("proto", "udp")
+    ):
         errors.append(f"{host}: paper_lb {problem} (cores {max_cores}: one VIP per core)")
     for plen in packet_lens or []:
         try:

@@ -122,8 +122,7 @@ import ctypes
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.xdplab.testbed.plugins.module_utils import _lb
-from ansible_collections.xdplab.testbed.plugins.module_utils import _libbpf
+from ansible_collections.xdplab.testbed.plugins.module_utils import _lb, _libbpf
 
 MAPS = {
     "balancer": {"program": "xdp_lb", "vips": "vip_map", "reals": "reals", "ctl": "lb_ctl", "ring": "ch_rings"},
@@ -182,8 +181,9 @@ class XdpLbConfig:
         if not self.p.get("vip_ip"):
             self.fail("vip_ip: required with state present (the address the generator sends to)")
         try:
-            lb_plan = _lb.plan(self.p["vip_ip"], self.p["port_base"], self.p["vips"], self.p["reals_per_vip"],
-                               self.p["reals_net"], self.p["proto"], self.p.get("outer_src"), self.p["hash_src_only"])  # fmt: skip
+            p = self.p
+            lb_plan = _lb.plan(p["vip_ip"], p["port_base"], p["vips"], p["reals_per_vip"], p["reals_net"], p["proto"],
+                               p.get("outer_src"), p["hash_src_only"])  # fmt: skip
         except _lb.LbError as exc:
             self.fail(str(exc))
         digest = _lb.digest(lb_plan)
@@ -232,7 +232,9 @@ class XdpLbConfig:
                         _update(fds["reals"], _lb.addr_key(addr), vip["index"].to_bytes(4, "little"))
             # the VIPs last: no packet is balanced before its ring and reals are there
             for vip in lb_plan["vips"]:
-                _update(fds["vips"], _lb.vip_key(vip["addr"], vip["port"], vip["proto"]), _lb.vip_meta(vip["index"], lb_plan["flags"]))
+                _update(
+                    fds["vips"], _lb.vip_key(vip["addr"], vip["port"], vip["proto"]), _lb.vip_meta(vip["index"], lb_plan["flags"])
+                )
         except _libbpf.LibbpfError as exc:
             self.fail(f"cannot write the {role}'s maps: {exc}")
         finally:

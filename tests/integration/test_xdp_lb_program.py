@@ -16,7 +16,6 @@ import os
 import struct
 
 import pytest
-
 from ansible_collections.xdplab.testbed.plugins.module_utils import _lb, _libbpf
 
 pytestmark = pytest.mark.root
@@ -37,8 +36,19 @@ def _csum(hdr):
 
 def udp_frame(src, dst, sport, dport, payload=18, proto=17):
     udp = struct.pack("!HHHH", sport, dport, 8 + payload, 0) + bytes(payload)
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, proto, 0,
-                     ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed)
+    ip = struct.pack(
+        "!BBHHHBBH4s4s",
+        0x45,
+        0,
+        20 + len(udp),
+        1,
+        0,
+        64,
+        proto,
+        0,
+        ipaddress.IPv4Address(src).packed,
+        ipaddress.IPv4Address(dst).packed,
+    )
     ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
     eth = bytes.fromhex(MACS["dut0"].replace(":", "")) + bytes.fromhex(MACS["tg0"].replace(":", "")) + b"\x08\x00"
     return eth + ip + udp
@@ -51,8 +61,17 @@ def lab(netlab, bpf_build):
 
 
 def test_balances_encapsulates_and_the_far_side_checks(lab):
-    attached = lab.module(lab.dut, "xdp_program", {"interface": "dut0", "object": os.path.join(BUILD, "xdp_lb.bpf.o"),
-                                                   "program": "xdp_lb", "mode": "native", "state": "present"})
+    attached = lab.module(
+        lab.dut,
+        "xdp_program",
+        {
+            "interface": "dut0",
+            "object": os.path.join(BUILD, "xdp_lb.bpf.o"),
+            "program": "xdp_lb",
+            "mode": "native",
+            "state": "present",
+        },
+    )
     assert not attached.get("failed"), attached
     cfg = {"interface": "dut0", "vip_ip": VIP, "port_base": PORT_BASE, "vips": VIPS, "reals_per_vip": REALS}
     checked = lab.module(lab.dut, "xdp_lb_config", dict(cfg, _ansible_check_mode=True))
@@ -107,8 +126,17 @@ def test_balances_encapsulates_and_the_far_side_checks(lab):
     assert [v["packets"] for v in counters["per_vip"]] == [400, 401, 400]
 
     # the far side: xdp_lb_check on tg0
-    drop = lab.module(lab.tg, "xdp_program", {"interface": "tg0", "object": os.path.join(BUILD, "xdp_lb_check.bpf.o"),
-                                              "program": "xdp_lb_check", "mode": "native", "state": "present"})
+    drop = lab.module(
+        lab.tg,
+        "xdp_program",
+        {
+            "interface": "tg0",
+            "object": os.path.join(BUILD, "xdp_lb_check.bpf.o"),
+            "program": "xdp_lb_check",
+            "mode": "native",
+            "state": "present",
+        },
+    )
     assert not drop.get("failed"), drop
     filled = lab.module(lab.tg, "xdp_lb_config", dict(cfg, interface="tg0", role="check"))
     assert filled["changed"], filled
