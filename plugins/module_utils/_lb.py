@@ -38,6 +38,9 @@ IPIP_OVERHEAD = 20
 # the Ethernet header and FCS inside a packet_len (T-Rex's: on the wire with FCS)
 ETH_AND_FCS = 18
 PROTOCOLS = {"udp": 17, "tcp": 6}
+# the programs (bpf/): the balancer on the DUT, the far side's check on the generator
+BALANCER = {"object": "xdp_lb.bpf.o", "program": "xdp_lb"}
+CHECK = {"object": "xdp_lb_check.bpf.o", "program": "xdp_lb_check"}
 
 
 class LbError(ValueError):
@@ -146,7 +149,7 @@ def lb_errors(lb, systems, packet_lens, cores, mtu=1500, host="dut"):
         if not isinstance(entry, dict) or entry.get("impl") != "lb":
             errors.append(f"{host}: paper_lb_systems: {name!r} is not a load-balancer system (impl lb) of experiment_systems")
             continue
-        if entry.get("lb") == "ipvs" and str(entry.get("rp_filter", 0)) not in ("0", "False", "false"):
+        if entry.get("lb") == "ipvsadm" and str(entry.get("rp_filter", 0)) not in ("0", "False", "false"):
             errors.append(
                 f"{host}: experiment_systems.{name}.rp_filter: {entry.get('rp_filter')!r}: IPVS tunnel mode needs "
                 "reverse-path filtering off on the DUT (net.ipv4.conf.*.rp_filter 0, as the paper ran it); a strict "
@@ -244,12 +247,12 @@ def ipvsadm_delete_commands(lb_plan):
 
 _SERVICE = re.compile(r"^(TCP|UDP|SCTP|FWM)\s+(\S+)\s*(.*)$")
 _REAL = re.compile(r"^\s+->\s+(\S+)\s*(.*)$")
-_SUFFIX = {"K": 1000, "M": 1000**2, "G": 1000**3}
+_SUFFIX = {"K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}
 
 
 def _number(text):
-    """ipvsadm's counters: 123, 1234K, 5M (--stats abbreviates above 4 digits without --exact)."""
-    m = re.fullmatch(r"(\d+)([KMG]?)", text)
+    """ipvsadm's counters: 123, 1234K, 5M (--stats abbreviates large numbers without --exact: ipvsadm's %8lluK)."""
+    m = re.fullmatch(r"(\d+)([KMGT]?)", text)
     if not m:
         raise LbError(f"ipvsadm: {text!r} is not a counter")
     return int(m.group(1)) * _SUFFIX.get(m.group(2), 1)
@@ -261,6 +264,7 @@ def parse_ipvsadm(text):
     InBytes OutBytes; CPS InPPS OutPPS InBPS OutBPS), each service and real line has them."""
     lines = text.splitlines()
     columns = None
+    real_columns = ["Forward", "Weight", "ActiveConn", "InActConn"]
     kind = None
     services = []
     for line in lines:
@@ -269,6 +273,8 @@ def parse_ipvsadm(text):
             kind = "rate" if "CPS" in columns else "stats" if "Conns" in columns else "list"
             continue
         if line.strip().startswith("-> RemoteAddress"):
+            if kind == "list":
+                real_columns = line.split()[2:]
             continue
         m = _SERVICE.match(line)
         if m:
@@ -288,7 +294,7 @@ def parse_ipvsadm(text):
             if kind in ("stats", "rate"):
                 real["values"] = dict(zip(columns, (_number(f) for f in fields)))
             else:
-                real.update(dict(zip(("forward", "weight", "active", "inactive"), fields)))
+                real.update(dict(zip(real_columns, fields)))
             services[-1]["reals"].append(real)
     if kind is None:
         raise LbError("ipvsadm: no 'Prot LocalAddress:Port' header in its output")

@@ -132,6 +132,15 @@ KINDS = {
             "the generator straight to its own sink, no DUT (the latency experiment's floor)",
             sink_at_dut=True,
         ),
+        # issue 27 (paper_lb.yml): a load balancer, its encapsulated packets counted where they come back
+        # (plugin_utils/_kind_lb.py)
+        Kind(
+            "lb",
+            "a load balancer (xdp_lb: IPIP and XDP_TX; IPVS: ipvsadm -s sh, tunnel mode), counted where the "
+            "encapsulated packets come back",
+            cpu_windowed=True,
+            forward_dut_cpu_window=True,
+        ),
     )
 }
 
