@@ -20,6 +20,11 @@
  * group first waits for the group's time in the CPU's struct pace_state
  * (xdp_trafficgen.h); off, the verifier removes that code too, and full-rate
  * runs are unchanged.
+ * With addr_lists set (xdplab-trafficgen --dst-list/--src-list) each frame
+ * takes the next IPv4 destination and/or source of the lists in dst_addrs and
+ * src_addrs, from the running CPU's cursor (struct addr_cursor), and its IPv4
+ * header checksum is updated for them (RFC 1624; the UDP checksum stays 0).
+ * Off, the verifier removes that code as well: one address costs nothing.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -31,6 +36,7 @@
 const volatile __u32 egress_ifindex = 0;
 const volatile __u32 stamp_latency = 0; /* 1: write a struct latency_stamp into each frame */
 const volatile __u32 pace_frames = 0;   /* 1: frames wait for their group's time in pace_states */
+const volatile __u32 addr_lists = 0;    /* TG_LIST_DST | TG_LIST_SRC: addresses from dst_addrs / src_addrs */
 /* The frame's Ethernet and IPv4 headers as userspace built them, written back on every packet. */
 const volatile __u8 frame_hdrs[TG_ETH_LEN + TG_IPV4_LEN] __attribute__((aligned(8))) = {};
 
@@ -70,6 +76,30 @@ struct {
 	__type(value, struct pace_state);
 	__uint(max_entries, 1);
 } pace_states SEC(".maps");
+
+/* The address lists (--dst-list, --src-list), network byte order; userspace
+ * sets max_entries to the list's length (1 when unused) before the load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, TG_MAX_ADDRS);
+} dst_addrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, TG_MAX_ADDRS);
+} src_addrs SEC(".maps");
+
+/* Where each sending CPU is in the lists (per-CPU array, key 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct addr_cursor);
+	__uint(max_entries, 1);
+} addr_cursors SEC(".maps");
 
 /* bpf_loop callback: stop once the clock has reached *ctx. */
 static long clock_reached(__u32 index, void *ctx)
@@ -114,6 +144,66 @@ static __always_inline void wait_for_slot(void)
 	pace->group_left = pace->group_frames ? pace->group_frames - 1 : 0;
 }
 
+/* Write addr (network byte order, as it lies in memory) at offset off of the
+ * IPv4 header ip and update the header checksum: HC' = ~(~HC + ~m + m')
+ * (RFC 1624, eqn. 3) over the two 16-bit words that change. A ones'
+ * complement sum is the same in either byte order, so the words are added as
+ * they lie in memory.
+ */
+static __always_inline void rewrite_addr(__u8 *ip, int off, __u32 addr)
+{
+	__u16 *check = (__u16 *)(ip + 10), *old = (__u16 *)(ip + off), new[2];
+	__u32 sum;
+
+	__builtin_memcpy(new, &addr, sizeof(new));
+	sum = (__u16)~*check;
+	sum += (__u16)~old[0];
+	sum += (__u16)~old[1];
+	sum += new[0];
+	sum += new[1];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	old[0] = new[0];
+	old[1] = new[1];
+	*check = (__u16)~sum;
+}
+
+/* The list's address at *next, and *next moved on, round robin over count. */
+static __always_inline int next_addr(void *list, __u32 *next, __u32 count, __u32 *addr)
+{
+	__u32 *value = bpf_map_lookup_elem(list, next);
+
+	if (!value)
+		return -1;
+	*addr = *value;
+	if (++*next >= count)
+		*next = 0;
+	return 0;
+}
+
+/* The CPU's next destination and/or source from the lists into the frame. */
+static __always_inline int write_addrs(void *data)
+{
+	__u8 *ip = (__u8 *)data + TG_ETH_LEN;
+	struct addr_cursor *cur;
+	__u32 key = 0, addr;
+
+	cur = bpf_map_lookup_elem(&addr_cursors, &key);
+	if (!cur)
+		return -1;
+	if ((addr_lists & TG_LIST_DST) && cur->dst_count) {
+		if (next_addr(&dst_addrs, &cur->dst_next, cur->dst_count, &addr))
+			return -1;
+		rewrite_addr(ip, 16, addr); /* struct iphdr: daddr */
+	}
+	if ((addr_lists & TG_LIST_SRC) && cur->src_count) {
+		if (next_addr(&src_addrs, &cur->src_next, cur->src_count, &addr))
+			return -1;
+		rewrite_addr(ip, 12, addr); /* struct iphdr: saddr */
+	}
+	return 0;
+}
+
 /* Write the stream's next sequence number and the time into the payload. */
 static __always_inline int write_stamp(void *data, void *data_end)
 {
@@ -145,6 +235,8 @@ int xdp_trafficgen(struct xdp_md *ctx)
 	if (data + TG_HDRS_LEN > data_end)
 		return XDP_ABORTED;
 	write_hdrs(data);
+	if (addr_lists && write_addrs(data))
+		return XDP_ABORTED;
 	cur = bpf_map_lookup_elem(&flow_cursors, &key);
 	if (!cur)
 		return XDP_ABORTED;

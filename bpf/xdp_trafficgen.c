@@ -43,12 +43,19 @@
  * that at low rates the frames leave evenly spaced, not in PACE_MIN_BURST
  * bunches (each frame of a burst waits for the burst's flush: a stamped
  * frame's latency includes that wait; --batch bounds it).
+ * --dst-list FILE / --src-list FILE (one IPv4 address a line, TG_MAX_ADDRS
+ * at most) give each frame the next destination / source of the list: the
+ * program walks it round robin from a per-CPU cursor (struct addr_cursor),
+ * sender q starting at q * count / senders so that the senders do not send the
+ * same address at once, and updates the IPv4 header checksum. Without a list
+ * the program's list code is removed by the verifier (addr_lists is .rodata).
  * Prints one JSON line per second and a JSON summary on exit.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <ctype.h>
 #include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
@@ -86,8 +93,8 @@
 #include "common.h"
 
 /* 0.2.0: --rate paced by the program; 0.3.0: a start record once every sender thread runs; 0.4.0: the Ethernet
- * and IPv4 headers written on every packet (frame_hdrs), not only once */
-#define TRAFFICGEN_VERSION "0.4.1"
+ * and IPv4 headers written on every packet (frame_hdrs), not only once; 0.5.0: --dst-list and --src-list */
+#define TRAFFICGEN_VERSION "0.5.0"
 #define OBJ_NAME "xdp_trafficgen.bpf.o"
 #define PROG_NAME "xdp_trafficgen"
 #define CURSOR_MAP_NAME "flow_cursors"
@@ -96,6 +103,10 @@
 #define PACE_VAR_NAME "pace_frames"
 #define HDRS_VAR_NAME "frame_hdrs"
 #define PACE_MAP_NAME "pace_states"
+#define LISTS_VAR_NAME "addr_lists"
+#define DST_LIST_MAP_NAME "dst_addrs"
+#define SRC_LIST_MAP_NAME "src_addrs"
+#define ADDR_CURSOR_MAP_NAME "addr_cursors"
 
 #define MAX_BATCH 256    /* kernel limit for live frames (TEST_XDP_MAX_BATCH) */
 #define MAX_QUEUES 64
@@ -135,6 +146,13 @@
 #define KEEPER_PREFIX "xdptgk"
 #define KEEPER_PEER_PREFIX "xdptgp"
 
+/* An address list (--dst-list, --src-list): network byte order, as the frame carries them. */
+struct addr_list {
+	const char *path;
+	__u32 *addrs;
+	unsigned int count;
+};
+
 struct config {
 	const char *dev;
 	int ifindex;
@@ -153,6 +171,7 @@ struct config {
 	unsigned int batch;
 	bool latency_stamp; /* write struct latency_stamp into every frame */
 	bool program_paced; /* the program spaces the frames (pace_frames), see the top */
+	struct addr_list dst_list, src_list; /* --dst-list, --src-list; count 0: none */
 	struct {
 		__u32 group;   /* frames per group */
 		__u32 batch;   /* frames per kernel flush, a multiple of group */
@@ -202,7 +221,7 @@ static void usage(FILE *out)
 		"         --src-ip IP --dst-ip IP [--pkt-len 64] [--flows 1]\n"
 		"         [--port-base 12] [--queues 1] [--cpus 0[,1..]]\n"
 		"         [--duration 10] [--batch 64] [--rate PPS] [--latency-stamp]\n"
-		"         [--obj PATH]\n"
+		"         [--dst-list FILE] [--src-list FILE] [--obj PATH]\n"
 		"\n"
 		"Sends UDP frames out of IFNAME (a veth) with BPF_PROG_RUN live frames.\n"
 		"Flow i: UDP 9 -> port-base + i, sent by the thread of queue i %% queues;\n"
@@ -212,7 +231,11 @@ static void usage(FILE *out)
 		"0 or absent: as fast as possible).\n"
 		"--latency-stamp writes magic, sequence and CLOCK_MONOTONIC time into\n"
 		"the UDP payload of every frame (read by xdp_latency_sink.bpf.o).\n"
-		"Prints JSON lines: one per second, a summary on exit.\n");
+		"--dst-list / --src-list FILE: one IPv4 address a line (at most %d;\n"
+		"blank lines and lines starting with # are skipped): each frame takes\n"
+		"the next address of the list, round robin (--dst-ip / --src-ip are\n"
+		"then optional).\n"
+		"Prints JSON lines: one per second, a summary on exit.\n", TG_MAX_ADDRS);
 }
 
 static void parse_cpus(const char *s, struct config *cfg)
@@ -233,11 +256,53 @@ static void parse_cpus(const char *s, struct config *cfg)
 		die("--cpus: give at least one CPU");
 }
 
+/* Read an address list: one IPv4 address a line; blank lines and # comments are skipped. */
+static void read_list(const char *opt, struct addr_list *list)
+{
+	FILE *f = fopen(list->path, "r");
+	char line[128], *start, *end;
+	unsigned int lineno = 0, cap = 0;
+	struct in_addr ip;
+
+	if (!f)
+		die("--%s %s: %s", opt, list->path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f))
+			die("--%s %s line %u is too long for an IPv4 address", opt, list->path, lineno);
+		for (start = line; isspace((unsigned char)*start); start++)
+			;
+		for (end = start + strlen(start); end > start && isspace((unsigned char)end[-1]); end--)
+			;
+		*end = '\0';
+		if (!*start || *start == '#')
+			continue;
+		if (inet_pton(AF_INET, start, &ip) != 1)
+			die("--%s %s line %u: '%s' is not an IPv4 address (one address a line, like 198.18.0.2)", opt,
+			    list->path, lineno, start);
+		if (list->count == TG_MAX_ADDRS)
+			die("--%s %s has more than %d addresses: the program's map holds %d", opt, list->path,
+			    TG_MAX_ADDRS, TG_MAX_ADDRS);
+		if (list->count == cap) {
+			cap = cap ? cap * 2 : 1024;
+			list->addrs = realloc(list->addrs, cap * sizeof(*list->addrs));
+			if (!list->addrs)
+				die("out of memory");
+		}
+		list->addrs[list->count++] = ip.s_addr;
+	}
+	if (ferror(f))
+		die("--%s %s: %s", opt, list->path, strerror(errno));
+	fclose(f);
+	if (!list->count)
+		die("--%s %s has no address: give one IPv4 address a line", opt, list->path);
+}
+
 static void parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_DEV = 1, OPT_SRC_MAC, OPT_DST_MAC, OPT_SRC_IP, OPT_DST_IP, OPT_PKT_LEN,
 	       OPT_FLOWS, OPT_PORT_BASE, OPT_QUEUES, OPT_CPUS, OPT_DURATION, OPT_BATCH,
-	       OPT_RATE, OPT_LATENCY_STAMP, OPT_OBJ, OPT_HELP };
+	       OPT_RATE, OPT_LATENCY_STAMP, OPT_OBJ, OPT_HELP, OPT_DST_LIST, OPT_SRC_LIST };
 	static const struct option opts[] = {
 		{ "dev", required_argument, NULL, OPT_DEV },
 		{ "src-mac", required_argument, NULL, OPT_SRC_MAC },
@@ -254,6 +319,8 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "latency-stamp", no_argument, NULL, OPT_LATENCY_STAMP },
 		{ "obj", required_argument, NULL, OPT_OBJ },
+		{ "dst-list", required_argument, NULL, OPT_DST_LIST },
+		{ "src-list", required_argument, NULL, OPT_SRC_LIST },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -297,6 +364,8 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 			break;
 		case OPT_LATENCY_STAMP: cfg->latency_stamp = true; break;
 		case OPT_OBJ: cfg->obj_path = optarg; break;
+		case OPT_DST_LIST: cfg->dst_list.path = optarg; break;
+		case OPT_SRC_LIST: cfg->src_list.path = optarg; break;
 		case OPT_HELP: usage(stdout); exit(EXIT_SUCCESS);
 		default: usage(stderr); exit(EXIT_FAILURE);
 		}
@@ -308,8 +377,20 @@ static void parse_args(int argc, char **argv, struct config *cfg)
 	if (cfg->latency_stamp && cfg->pkt_len - FCS_LEN < TG_HDRS_LEN + sizeof(struct latency_stamp))
 		die("--latency-stamp needs --pkt-len >= %zu (headers + the %zu-byte stamp + FCS)",
 		    TG_HDRS_LEN + sizeof(struct latency_stamp) + FCS_LEN, sizeof(struct latency_stamp));
+	if (cfg->dst_list.path) {
+		read_list("dst-list", &cfg->dst_list);
+		if (!have_dst_ip)
+			cfg->dst_ip.s_addr = cfg->dst_list.addrs[0];
+		have_dst_ip = true;
+	}
+	if (cfg->src_list.path) {
+		read_list("src-list", &cfg->src_list);
+		if (!have_src_ip)
+			cfg->src_ip.s_addr = cfg->src_list.addrs[0];
+		have_src_ip = true;
+	}
 	if (!have_src_mac || !have_dst_mac || !have_src_ip || !have_dst_ip)
-		die("--src-mac, --dst-mac, --src-ip and --dst-ip are required");
+		die("--src-mac, --dst-mac, --src-ip (or --src-list) and --dst-ip (or --dst-list) are required");
 	if (cfg->port_base + cfg->flows - 1 > MAX_PORT)
 		die("--port-base %u + --flows %u exceeds UDP port %d", cfg->port_base, cfg->flows, MAX_PORT);
 	cfg->ifindex = if_nametoindex(cfg->dev);
@@ -418,6 +499,69 @@ static const char *find_obj(const struct config *cfg, char *buf, size_t size)
 	return NULL;
 }
 
+static void *percpu_values(size_t value_size, int *ncpus);
+
+/* The address maps hold the lists' lengths (1 entry when a list is not used: its code is gone anyway). An object
+ * older than the lists has no such maps, which is fine unless a list is given. */
+static void size_lists(struct bpf_object *obj, const struct config *cfg, const char *path)
+{
+	const struct addr_list *lists[] = { &cfg->dst_list, &cfg->src_list };
+	const char *names[] = { DST_LIST_MAP_NAME, SRC_LIST_MAP_NAME };
+	struct bpf_map *map;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		map = bpf_object__find_map_by_name(obj, names[i]);
+		if (!map) {
+			if (lists[i]->count)
+				die("%s lacks map %s: an object older than --dst-list (rebuild bpf/)", path, names[i]);
+			continue;
+		}
+		if (bpf_map__set_max_entries(map, lists[i]->count ? lists[i]->count : 1))
+			die("cannot size map %s for %u addresses", names[i], lists[i]->count);
+	}
+}
+
+/* Fill the address maps and give each sender's CPU its start in the lists: sender q of n at q * count / n. */
+static void set_lists(struct bpf_object *obj, const struct config *cfg, struct sender *senders)
+{
+	const struct addr_list *lists[] = { &cfg->dst_list, &cfg->src_list };
+	const char *names[] = { DST_LIST_MAP_NAME, SRC_LIST_MAP_NAME };
+	struct addr_cursor *vals;
+	struct bpf_map *map;
+	int ncpus, i, fd;
+	unsigned int q;
+	__u32 key;
+
+	if (!cfg->dst_list.count && !cfg->src_list.count)
+		return;
+	for (i = 0; i < 2; i++) {
+		if (!lists[i]->count)
+			continue;
+		fd = bpf_map__fd(bpf_object__find_map_by_name(obj, names[i]));
+		for (key = 0; key < lists[i]->count; key++) {
+			if (bpf_map_update_elem(fd, &key, &lists[i]->addrs[key], BPF_ANY))
+				die("cannot fill map %s: %s", names[i], strerror(errno));
+		}
+	}
+	map = bpf_object__find_map_by_name(obj, ADDR_CURSOR_MAP_NAME);
+	if (!map)
+		die("the generator object lacks map %s (rebuild bpf/)", ADDR_CURSOR_MAP_NAME);
+	vals = percpu_values(sizeof(*vals), &ncpus);
+	for (q = 0; q < cfg->ncpus; q++) {
+		struct addr_cursor *c = &vals[senders[q].cpu];
+
+		c->dst_count = cfg->dst_list.count;
+		c->dst_next = (__u32)((unsigned long long)q * cfg->dst_list.count / cfg->ncpus);
+		c->src_count = cfg->src_list.count;
+		c->src_next = (__u32)((unsigned long long)q * cfg->src_list.count / cfg->ncpus);
+	}
+	key = 0;
+	if (bpf_map_update_elem(bpf_map__fd(map), &key, vals, BPF_ANY))
+		die("cannot set the address cursors: %s", strerror(errno));
+	free(vals);
+}
+
 /* Open and load the generator program with egress_ifindex, stamp_latency, pace_frames and the frame's headers
  * (frame_hdrs) set. */
 static struct bpf_object *load_obj(const struct config *cfg, const void *frame, int *prog_fd, int *cursor_fd)
@@ -427,7 +571,8 @@ static struct bpf_object *load_obj(const struct config *cfg, const void *frame, 
 	struct bpf_map *map;
 	char path_buf[PATH_MAX];
 	const char *path = find_obj(cfg, path_buf, sizeof(path_buf));
-	bool set = false, stamp_set = false, pace_set = false, hdrs_set = false;
+	bool set = false, stamp_set = false, pace_set = false, hdrs_set = false, lists_set = false;
+	__u32 lists = (cfg->dst_list.count ? TG_LIST_DST : 0) | (cfg->src_list.count ? TG_LIST_SRC : 0);
 	int err;
 
 	obj = bpf_object__open_file(path, NULL);
@@ -474,6 +619,11 @@ static struct bpf_object *load_obj(const struct config *cfg, const void *frame, 
 				*(__u32 *)(data + vs->offset) = cfg->program_paced;
 				pace_set = true;
 			}
+			if (!strcmp(btf__name_by_offset(btf, var->name_off), LISTS_VAR_NAME) &&
+			    vs->offset + sizeof(__u32) <= size) {
+				*(__u32 *)(data + vs->offset) = lists;
+				lists_set = true;
+			}
 			if (!strcmp(btf__name_by_offset(btf, var->name_off), HDRS_VAR_NAME) &&
 			    vs->size == TG_ETH_LEN + TG_IPV4_LEN && vs->offset + vs->size <= size) {
 				memcpy(data + vs->offset, frame, TG_ETH_LEN + TG_IPV4_LEN);
@@ -495,6 +645,9 @@ static struct bpf_object *load_obj(const struct config *cfg, const void *frame, 
 	if (cfg->program_paced && !pace_set)
 		die("%s has no .rodata variable %s: an object older than program pacing (rebuild bpf/)", path,
 		    PACE_VAR_NAME);
+	if (lists && !lists_set)
+		die("%s has no .rodata variable %s: an object older than --dst-list (rebuild bpf/)", path, LISTS_VAR_NAME);
+	size_lists(obj, cfg, path);
 	err = bpf_object__load(obj);
 	if (err)
 		die("cannot load %s: %s (needs root/CAP_BPF and a kernel with BPF_PROG_RUN live frames, >= 5.18)",
@@ -1033,12 +1186,12 @@ static void print_summary(const struct config *cfg, struct sender *senders, unsi
 		total += senders[i].sent;
 	printf("{\"type\":\"summary\",\"sent\":%llu,\"elapsed_s\":%.3f,\"pps\":%.0f,\"rate_pps\":%.0f,\"pkt_len\":%u,"
 	       "\"flows\":%u,\"queues\":%u,\"batch\":%u,\"latency_stamp\":%s,\"pacing\":\"%s\","
-	       "\"schedule_dropped_s\":%.6f,\"dev\":\"%s\","
+	       "\"schedule_dropped_s\":%.6f,\"dst_addrs\":%u,\"src_addrs\":%u,\"dev\":\"%s\","
 	       "\"stopped_by\":\"%s\","
 	       "\"threads\":[",
 	       total, elapsed, elapsed > 0 ? total / elapsed : 0.0, cfg->rate_pps, cfg->pkt_len, cfg->flows,
 	       cfg->queues, cfg->batch, cfg->latency_stamp ? "true" : "false", pacing,
-	       dropped_s, cfg->dev,
+	       dropped_s, cfg->dst_list.count, cfg->src_list.count, cfg->dev,
 	       stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM" : "duration");
 	for (i = 0; i < n; i++) {
 		printf("%s{\"cpu\":%d,\"queue\":%u,\"flows\":[", i ? "," : "", senders[i].cpu,
@@ -1086,6 +1239,7 @@ int main(int argc, char **argv)
 		senders[q].nflows = cfg.flows > q ? (cfg.flows - q + cfg.queues - 1) / cfg.queues : 0;
 	}
 	set_cursors(&cfg, cursor_fd, senders);
+	set_lists(obj, &cfg, senders);
 	if (held && cfg.program_paced) {
 		struct bpf_map *pace_map = bpf_object__find_map_by_name(obj, PACE_MAP_NAME);
 
@@ -1161,6 +1315,8 @@ int main(int argc, char **argv)
 	bpf_link__destroy(egress_link);
 	bpf_object__close(obj);
 	free(frame);
+	free(cfg.dst_list.addrs);
+	free(cfg.src_list.addrs);
 	if (err)
 		return EXIT_FAILURE;
 	print_summary(&cfg, senders, nthreads, (end - start) / 1e9, held, dropped_s);

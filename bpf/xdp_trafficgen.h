@@ -61,4 +61,22 @@ struct pace_state {
 	__u64 dropped_ns;   /* schedule dropped, in all, by lagging more than PACE_MAX_LAG_NS */
 };
 
+/* Address lists (--dst-list, --src-list): each frame takes the next IPv4
+ * destination (source) of a list userspace writes into the array map
+ * dst_addrs (src_addrs), network byte order, TG_MAX_ADDRS at most. One
+ * cursor per CPU (per-CPU array addr_cursors, key 0): the list is shared by
+ * the sender threads, each CPU walks it round robin from its own start.
+ * The IPv4 header checksum is updated for the new address (RFC 1624).
+ */
+#define TG_MAX_ADDRS 65536
+#define TG_LIST_DST 1U /* addr_lists bit: destinations from dst_addrs */
+#define TG_LIST_SRC 2U /* addr_lists bit: sources from src_addrs */
+
+struct addr_cursor {
+	__u32 dst_next;  /* index in dst_addrs of this CPU's next frame */
+	__u32 dst_count; /* addresses in dst_addrs */
+	__u32 src_next;
+	__u32 src_count;
+};
+
 #endif /* XDP_TRAFFICGEN_H */

@@ -100,6 +100,36 @@ options:
         in bursts of about 25 ms of its share (one BPF_PROG_RUN call), so short-term rates are higher.
     type: float
     default: 0
+  destinations:
+    description:
+      - "Destination addresses the frames walk round robin instead of the one O(dst_ip) (issue 27: the routing
+        experiment's random destinations). Either drawn, C({count, seed, within, exclude}), or given,
+        C({list: [...]}) (then C(within) and C(exclude) still check it)."
+      - "Drawn: C(count) unique IPv4 addresses (1 to 65,536), in the order C(random.Random(seed)) picks
+        them from C(within) (IPv4 CIDRs or C(first-last) ranges; default the unicast /8s
+        C(1.0.0.0-223.255.255.255)) less the martian space (0/8, 127/8, 169.254/16, 224/4, 240/4: the one list is
+        C(MARTIAN_NETS) in module_utils/_addresses.py) and less C(exclude) and O(exclude). The same seed
+        and spec give the same list. Drawing needs the Python library netaddr on the generator host."
+      - "Bad input (a count of 0 or more than the space holds, a C(within) wholly martian, a given address
+        that is martian, excluded or twice in the list) fails before anything starts."
+      - "Backend V(xdp_live) writes the list to C(<run_dir>/<name>.destinations.txt) for C(xdplab-trafficgen --dst-list)
+        (each sender thread starts at its own place in it; the IPv4 checksum is right for every address).
+        V(trex) and V(iperf3) refuse address lists."
+      - RV(summary.destinations) records what was sent (count, seed, within, exclude, sha256 of the list, its first
+        entries).
+    type: dict
+  sources:
+    description:
+      - Source addresses the frames walk round robin instead of the one O(src_ip) (the load balancer's 1,000 clients),
+        the same keys and checks as O(destinations) (C(xdplab-trafficgen --src-list); RV(summary.sources)).
+    type: dict
+  exclude:
+    description:
+      - "IPv4 nets (CIDRs or ranges) that neither O(destinations) nor O(sources) may hold, besides their own
+        C(exclude): the generator's and the DUT's local and connected nets, which the caller knows."
+    type: list
+    elements: str
+    default: []
   backend_options:
     description:
       - Settings only one backend understands (for example the T-Rex server, ports and profile), passed to the
@@ -146,6 +176,19 @@ EXAMPLES = r"""
     stream_count: 4
     queues: 4
     cpus: [0, 1, 2, 3]
+    duration: 20
+
+- name: The same to 4,000 seeded random destinations outside the lab's nets
+  xdplab.testbed.traffic_generator:
+    state: started
+    interface: veth-tg0
+    src_mac: "02:00:00:00:00:01"
+    dst_mac: "02:00:00:00:00:02"
+    src_ip: 198.18.0.1
+    dst_ip: 198.18.0.2
+    destinations: {count: 4000, seed: 1}
+    exclude: [198.18.0.0/15]
+    cpus: [0]
     duration: 20
 
 - name: Stop it and keep what was sent
@@ -279,6 +322,17 @@ summary:
           generator."
       type: float
       sample: 0.0
+    destinations:
+      description:
+        - "The run's destination list (O(destinations)), only when it had one: C(count), C(seed) (null for a given
+          list), C(within), C(exclude), C(drawn) (false: a given list), C(sha256) (of the list, one address a line) and
+          C(first) (its first five addresses)."
+      type: dict
+      returned: when O(destinations) was given
+    sources:
+      description: The run's source list (O(sources)), as RV(summary.destinations).
+      type: dict
+      returned: when O(sources) was given
     complete:
       description:
         - False when the run printed no summary (it was killed) and these numbers come from its interval records.
@@ -456,6 +510,9 @@ def main():
             duration=dict(type="int", default=10),
             batch=dict(type="int", default=64),
             rate_pps=dict(type="float", default=0.0),
+            destinations=dict(type="dict"),
+            sources=dict(type="dict"),
+            exclude=dict(type="list", elements="str", default=[]),
             backend_options=dict(type="dict", default={}),
             binary=dict(type="path"),
             wait=dict(type="bool", default=False),

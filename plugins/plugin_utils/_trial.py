@@ -409,6 +409,8 @@ class Phases:
                 "port_base": self.var("xdplab_port_base"),
                 "backend_options": traffic.get("options", gen.get("options")),
                 "binary": f"{self.var('xdplab_bpf_prefix')}/bin/xdplab-trafficgen",
+                # address lists (issue 27: an experiment's __experiment_traffic sets them), only when set
+                **{key: traffic[key] for key in ("destinations", "sources", "exclude") if traffic.get(key)},
             },
         )
         # a measure's warm-up counts from it (warmup_from), not from that task's own start

@@ -3,12 +3,17 @@
 
 Two namespaces ``tr-<random>-{gen,dut}`` joined by a veth pair; GRO on the DUT side so veth's NAPI takes
 the redirected frames. The cap is checked against the generator's own count and against the DUT's veth
-receive counter, with a loose tolerance: it tests pacing, not this shared machine's speed.
+receive counter, with a loose tolerance: it tests pacing, not this shared machine's speed. The address lists
+(--dst-list, --src-list) are checked on the frames an AF_PACKET socket receives on the DUT side.
 """
 
 import json
 import os
+import socket
+import struct
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -155,3 +160,107 @@ def test_bad_rate_is_refused(veth_pair):
               "--rate", "-5", check=False)
     assert proc.returncode != 0
     assert "--rate: '-5' is not a rate" in proc.stderr
+
+
+# The capture on the DUT side of an address-list test: an AF_PACKET socket on dut0 prints "ready", then every
+# generator frame (UDP from port 9) it receives, as hex, until the generator's end (SIGTERM) or `max` frames.
+CAPTURE = r"""
+import signal, socket, struct, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+s.bind(("dut0", 0))
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+print("ready", flush=True)
+for _ in range(int(sys.argv[1])):
+    frame = s.recv(2048)
+    if len(frame) >= 42 and frame[23] == 17 and struct.unpack("!H", frame[34:36])[0] == 9:
+        print(frame[:42].hex(), flush=True)
+"""
+
+
+def ipv4_checksum_ok(header):
+    """The ones' complement sum of the 20-byte header, its checksum field included, is 0xffff."""
+    total = sum(struct.unpack("!10H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total == 0xFFFF
+
+
+def capture_while_sending(lab_ns, gen_ns, out_path, max_frames, *gen_args):
+    """Run the generator while the DUT side captures into out_path (a file: a pipe would fill and stall it)."""
+    with open(out_path, "w+", encoding="ascii") as out:
+        cap = subprocess.Popen(
+            ["ip", "netns", "exec", lab_ns, sys.executable, "-c", CAPTURE, str(max_frames)],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while os.path.getsize(out_path) == 0 and cap.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            summary = run_gen(gen_ns, *gen_args)
+            time.sleep(0.3)
+        finally:
+            cap.terminate()
+            _out, err = cap.communicate(timeout=10)
+        out.seek(0)
+        lines = out.read().split()
+    assert lines[:1] == ["ready"], err
+    return summary, [bytes.fromhex(line) for line in lines[1:]]
+
+
+def test_address_lists_round_robin_with_right_checksums(veth_pair, tmp_path):
+    gen, dut = veth_pair
+    dsts = ["%d.%d.%d.%d" % (11 + i, (7 * i) % 256, 3, 200 - i) for i in range(16)]
+    srcs = ["198.51.100.%d" % (i + 1) for i in range(5)]
+    (tmp_path / "dst.txt").write_text("# destinations\n" + "\n".join(dsts) + "\n\n")
+    (tmp_path / "src.txt").write_text("\n".join(srcs) + "\n")
+    summary, frames = capture_while_sending(
+        dut, gen, tmp_path / "frames.txt", 20000, "--rate", "4000", "--duration", "1", "--dst-list", str(tmp_path / "dst.txt"),
+        "--src-list", str(tmp_path / "src.txt"),
+    )  # fmt: skip
+    assert summary["dst_addrs"] == 16 and summary["src_addrs"] == 5, summary
+    # most of what was sent reached the socket (a slow capture may lose a few), and nothing else came
+    assert len(frames) >= 0.9 * summary["sent"] and len(frames) >= 1000, (len(frames), summary["sent"])
+    got_dst = [socket.inet_ntoa(f[30:34]) for f in frames]
+    got_src = [socket.inet_ntoa(f[26:30]) for f in frames]
+    assert set(got_dst) == set(dsts) and set(got_src) == set(srcs), (set(got_dst), set(got_src))
+    # every frame's IPv4 header checksum is right (recomputed here), its UDP checksum 0 (none)
+    bad = [f[14:34].hex() for f in frames if not ipv4_checksum_ok(f[14:34])]
+    assert not bad, bad[:3]
+    assert all(f[40:42] == b"\0\0" for f in frames)
+    # round robin: one sender walks the lists in order, from their first entry
+    assert got_dst[0] == dsts[0] and got_src[0] == srcs[0], (got_dst[:3], got_src[:3])
+    in_order = sum(
+        dsts.index(b) == (dsts.index(a) + 1) % 16 and srcs.index(d) == (srcs.index(c) + 1) % 5
+        for a, b, c, d in zip(got_dst, got_dst[1:], got_src, got_src[1:])
+    )
+    assert in_order >= 0.98 * (len(frames) - 1), (in_order, len(frames))
+
+
+def test_without_lists_every_frame_has_the_one_address(veth_pair, tmp_path):
+    gen, dut = veth_pair
+    summary, frames = capture_while_sending(dut, gen, tmp_path / "frames.txt", 20000, "--rate", "2000", "--duration", "1")
+    assert summary["dst_addrs"] == 0 and summary["src_addrs"] == 0, summary
+    assert len(frames) >= 0.9 * summary["sent"], (len(frames), summary["sent"])
+    assert {(socket.inet_ntoa(f[26:30]), socket.inet_ntoa(f[30:34])) for f in frames} == {("10.0.0.1", "10.0.0.2")}
+    assert all(ipv4_checksum_ok(f[14:34]) for f in frames)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("10.0.0.1\n10.0.0.300\n", "line 2: '10.0.0.300' is not an IPv4 address"),
+        ("# nothing\n\n", "has no address"),
+    ],
+)
+def test_bad_address_list_is_refused(veth_pair, tmp_path, content, message):
+    gen, _dut = veth_pair
+    path = tmp_path / "dst.txt"
+    path.write_text(content)
+    proc = sh("ip", "netns", "exec", gen, BINARY, "--dev", "gen0", "--src-mac", "02:00:00:00:00:01",
+              "--dst-mac", "02:00:00:00:00:02", "--src-ip", "10.0.0.1", "--dst-list", str(path), "--obj", OBJECT,
+              check=False)  # fmt: skip
+    assert proc.returncode != 0
+    assert message in proc.stderr, proc.stderr

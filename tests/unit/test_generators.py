@@ -343,3 +343,54 @@ def test_stop_of_an_absent_generator_is_not_an_error(generator):
     assert result["changed"] is False and "nothing to stop" in result["msg"]
     absent, _m = generator("absent")
     assert absent["changed"] is False
+
+
+# -- address lists (issue 27): destinations and sources reach the program's files, the identity and the summary ------
+def test_address_lists_reach_the_files_the_command_and_the_summary(generator, tmp_path):
+    run_dir = tmp_path / "run"
+    started, _m = generator(
+        "started", destinations={"count": 16, "seed": 2, "within": "192.0.2.0/24"},
+        sources={"list": ["198.51.100.1", "198.51.100.2"]}, exclude=["192.0.2.0/28"],
+    )  # fmt: skip
+    cmd = started["command"]
+    dst_path, src_path = cmd[cmd.index("--dst-list") + 1], cmd[cmd.index("--src-list") + 1]
+    assert dst_path == str(run_dir / "trial.destinations.txt") and src_path == str(run_dir / "trial.sources.txt")
+    dsts = (run_dir / "trial.destinations.txt").read_text().split()
+    assert len(set(dsts)) == 16 and all(a.startswith("192.0.2.") and int(a.split(".")[3]) >= 16 for a in dsts)
+    assert (run_dir / "trial.sources.txt").read_text() == "198.51.100.1\n198.51.100.2\n"
+    _ready(str(run_dir))
+    # the same lists again: the same run, nothing changes; another seed is another run
+    again, _m = generator(
+        "started", destinations={"count": 16, "seed": 2, "within": "192.0.2.0/24"},
+        sources={"list": ["198.51.100.1", "198.51.100.2"]}, exclude=["192.0.2.0/28"],
+    )  # fmt: skip
+    assert again["changed"] is False
+    stopped, _m = generator("stopped", remove=True)
+    described = stopped["summary"]["destinations"]
+    assert described["count"] == 16 and described["seed"] == 2 and described["first"] == dsts[:5]
+    assert described["exclude"] == ["192.0.2.0/28"] and stopped["summary"]["sources"]["drawn"] is False
+    # the lists are run files: removed with the run
+    assert not run_dir.exists()
+
+
+def test_without_address_lists_nothing_changes(generator, tmp_path):
+    started, _m = generator("started")
+    assert "--dst-list" not in started["command"] and "--src-list" not in started["command"]
+    _ready(str(tmp_path / "run"))
+    stopped, _m = generator("stopped")
+    assert "destinations" not in stopped["summary"] and "sources" not in stopped["summary"]
+
+
+def test_bad_address_lists_fail_before_anything_starts(generator, tmp_path):
+    with pytest.raises(GeneratorError, match=r"destinations.count must be a whole number"):
+        generator("started", destinations={"count": 0})
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("backend", ["trex", "iperf3"])
+def test_backends_without_address_lists_refuse_them(tmp_path, backend):
+    params = dict(run_dir=str(tmp_path), name="t", interface="0", src_ip="10.0.0.1", dst_ip="10.0.0.2", packet_len=64,
+                  stream_count=1, port_base=12, queues=1, cpus=[0], duration=5, rate_pps=0.0, backend_options={},
+                  destinations={"count": 4})  # fmt: skip
+    with pytest.raises(GeneratorError, match=r"backend %s cannot send the address lists of destinations" % backend):
+        backend_for(backend)(params, run_command=None).validate()

@@ -9,6 +9,9 @@ our process from a recycled pid) and the parameters; `<name>.out` holds the proc
 
 from __future__ import annotations
 
+import os
+
+from ansible_collections.xdplab.testbed.plugins.module_utils import _addresses as addresses
 from ansible_collections.xdplab.testbed.plugins.module_utils._process import (
     Process,
     ProcessError,
@@ -16,7 +19,15 @@ from ansible_collections.xdplab.testbed.plugins.module_utils._process import (
     proc_start_time,
 )
 
-__all__ = ["GeneratorError", "ProcessRun", "json_records", "proc_start_time"]
+__all__ = [
+    "ADDRESS_LISTS",
+    "GeneratorError",
+    "ProcessRun",
+    "address_lists",
+    "json_records",
+    "proc_start_time",
+    "refuse_address_lists",
+]
 
 # bytes of a generator's stdout searched for its start record (its first line; libbpf may warn before it on stderr)
 START_RECORD_SCAN = 4096
@@ -33,8 +44,46 @@ class GeneratorError(Exception):
         self.process = process
 
 
+# the generator's address-list options (issue 27): option -> what the list replaces
+ADDRESS_LISTS = {"destinations": "dst_ip", "sources": "src_ip"}
+
+
+def address_lists(params):
+    """{option: (addresses, description)} of the address-list options given (destinations, sources); each spec's
+    exclude gets the module's exclude (the lab's local and connected nets) too. GeneratorError on bad input."""
+    out = {}
+    for option in ADDRESS_LISTS:
+        spec = params.get(option)
+        if not spec:
+            continue
+        try:
+            out[option] = addresses.address_list(spec, option, params.get("exclude") or ())
+        except addresses.AddressError as exc:
+            raise GeneratorError(str(exc)) from None
+    return out
+
+
+def refuse_address_lists(params, backend, instead):
+    """A backend that cannot send address lists says so, and what to do instead, before anything starts."""
+    given = [option for option in ADDRESS_LISTS if params.get(option)]
+    if given:
+        raise GeneratorError(
+            "backend %s cannot send the address lists of %s (only xdp_live can, today): %s"
+            % (backend, " and ".join(given), instead)
+        )
+
+
 class ProcessRun(Process):
-    """Files and process of one generator run; `backend` names the backend that owns it."""
+    """Files and process of one generator run; `backend` names the backend that owns it.
+
+    Its address lists (xdp_live: --dst-list, --src-list) are files of the run too: `<name>.destinations.txt`,
+    `<name>.sources.txt`."""
+
+    def list_path(self, option):
+        return os.path.join(self.run_dir, "%s.%s.txt" % (self.name, option))
+
+    def paths(self):
+        return super().paths() + [self.list_path(option) for option in ADDRESS_LISTS]
 
     @property
     def backend(self):

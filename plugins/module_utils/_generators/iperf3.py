@@ -17,7 +17,11 @@ import os
 import shutil
 
 from ansible_collections.xdplab.testbed.plugins.module_utils import _iperf3 as iperf3
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, ProcessRun
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import (
+    GeneratorError,
+    ProcessRun,
+    refuse_address_lists,
+)
 
 OPTION_KEYS = ("server", "port", "streams", "window", "time", "omit", "cpus", "binary")
 FCS_BYTES = 4
@@ -46,6 +50,7 @@ class Iperf3Generator:
         self.run.backend = self.name
 
     def validate(self):
+        refuse_address_lists(self.p, self.name, "iperf3 runs TCP streams between two fixed addresses")
         unknown = sorted(set(self.o) - set(OPTION_KEYS))
         if unknown:
             raise GeneratorError(

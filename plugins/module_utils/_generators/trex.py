@@ -21,7 +21,11 @@ import os
 import re
 
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trex as trex
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, ProcessRun
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import (
+    GeneratorError,
+    ProcessRun,
+    refuse_address_lists,
+)
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 MIN_PACKET_LEN = 64
@@ -111,6 +115,13 @@ class TrexGenerator:
     # -- validation -------------------------------------------------------------------------
     def validate(self):
         p, o = self.p, self.opts
+        # a T-Rex profile takes no file of addresses; mapping a list onto its field engine is not written yet
+        refuse_address_lists(
+            p,
+            self.name,
+            "on T-Rex, vary the destination with the profile udp_multi_ip.py (backend_options.profile, tunables.ip_count) "
+            "or send from xdp_live",
+        )
         for key in ("src_ip", "dst_ip"):
             if p.get(key):
                 try:

@@ -14,8 +14,13 @@ import ipaddress
 import os
 import re
 
+from ansible_collections.xdplab.testbed.plugins.module_utils import _addresses as addresses
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ethtool as ethtool
-from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import GeneratorError, ProcessRun
+from ansible_collections.xdplab.testbed.plugins.module_utils._generators.base import (
+    GeneratorError,
+    ProcessRun,
+    address_lists,
+)
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 MIN_PACKET_LEN = 64
@@ -25,6 +30,8 @@ EGRESS_REFUSED = re.compile(r"^tx_queue_\d+_xdp_xmit_errors$")
 # backend_options xdp_live takes: latency_stamp (bool) writes the in-band latency stamp into every frame
 # (xdplab-trafficgen --latency-stamp; read by bpf/xdp_latency_sink.bpf.c and the module latency_stats)
 BACKEND_OPTIONS = ("latency_stamp",)
+# the program's option for each address list (traffic_generator's destinations, sources)
+LIST_FLAGS = {"destinations": "--dst-list", "sources": "--src-list"}
 
 
 def pick_sender_cpus(cpus, queues, stream_count):
@@ -43,6 +50,15 @@ def pick_sender_cpus(cpus, queues, stream_count):
     return chosen
 
 
+def write_list(path, addrs):
+    """An address list for the program (one address a line), written whole or not at all."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write(addresses.list_text(addrs))
+    os.replace(tmp, path)
+
+
 class XdpLiveGenerator:
     name = "xdp_live"
     default_binary = "/usr/local/lib/xdplab/bin/xdplab-trafficgen"
@@ -52,6 +68,7 @@ class XdpLiveGenerator:
         self.run_command = run_command  # AnsibleModule.run_command
         self.run = ProcessRun(params["run_dir"], params["name"])
         self.run.backend = self.name
+        self.lists = {}
 
     # -- validation -------------------------------------------------------------------------
     def validate(self):
@@ -91,6 +108,7 @@ class XdpLiveGenerator:
         if not p.get("cpus"):
             raise GeneratorError("backend xdp_live needs the generator's CPU list (cpus)")
         self.sender_cpus = pick_sender_cpus(p["cpus"], p["queues"], p["stream_count"])
+        self.lists = address_lists(p)
 
     def binary(self):
         return self.p.get("binary") or self.default_binary
@@ -114,6 +132,8 @@ class XdpLiveGenerator:
             cmd += ["--rate", "%.0f" % p["rate_pps"]]
         if self.latency_stamp():
             cmd.append("--latency-stamp")
+        for option in sorted(self.lists):
+            cmd += [LIST_FLAGS[option], self.run.list_path(option)]
         return cmd
 
     def latency_stamp(self):
@@ -135,10 +155,16 @@ class XdpLiveGenerator:
         """The parameters that make two runs the same run (for idempotency)."""
         keys = ("interface", "src_mac", "dst_mac", "src_ip", "dst_ip", "packet_len", "stream_count",
                 "port_base", "queues", "cpus", "duration", "batch", "rate_pps")
-        return dict({k: self.p.get(k) for k in keys}, latency_stamp=self.latency_stamp())
+        ident = dict({k: self.p.get(k) for k in keys}, latency_stamp=self.latency_stamp())
+        for option, (_addrs, described) in self.lists.items():
+            ident[option] = described["sha256"]
+        return ident
 
     def start(self):
         params = {"identity": self.identity(), "egress_before": self.egress_counters(self.p["interface"])}
+        for option, (addrs, described) in self.lists.items():
+            write_list(self.run.list_path(option), addrs)
+            params[option] = described
         state = self.run.spawn(self.command(), params, start_record=True)
         return state
 
@@ -184,4 +210,6 @@ class XdpLiveGenerator:
             "schedule_dropped_s": final.get("schedule_dropped_s"),
             "version": final.get("version", ""),
             "command": (state or {}).get("command", []),
+            # the address lists (issue 27), only when the run had them: how they were made, sha256, first entries
+            **{option: params[option] for option in LIST_FLAGS if params.get(option)},
         }
