@@ -45,6 +45,20 @@ def settings(phases, cores=None):
     }
 
 
+def sources_spec(phases, s):
+    """traffic_generator's ``sources`` for the trial (lb_sources addresses drawn seeded from lb_sources_within), or
+    None for the generator's one source address (lb_sources 0)."""
+    count = int(phases.var("lb_sources", 0) or 0)
+    if not count:
+        return None
+    within = phases.var("lb_sources_within", ["172.16.0.0/12"])
+    return {
+        "count": count,
+        "seed": int(phases.var("lb_sources_seed", 27)),
+        "within": [within] if isinstance(within, str) else list(within),
+    }
+
+
 def _entry(phases):
     entry = _kind_forward.forward_entry(phases) or {}
     return dict({"return_port": "ingress", "lb": "bpf"}, **entry)
@@ -81,6 +95,11 @@ class LbProvider:
             raise failure("; ".join(errors))
         v = _kind_forward._values(phases)
         dut_if = phases.var("xdplab_dut_interface")
+        sources = sources_spec(phases, s)
+        if sources:
+            # the clients: the generator's frames walk lb_sources source addresses (traffic_generator's sources)
+            traffic = phases.state.setdefault("traffic", {})
+            traffic.update(sources=sources, exclude=[s["reals_net"]])
         if entry["lb"] == "ipvsadm":
             if not v["egress"] or v["egress"] == dut_if:
                 raise failure(f"system {trial['name']} (IPVS, tunnel mode) sends to the reals out of a second port: "
@@ -163,7 +182,7 @@ class LbProvider:
         section = dict(
             own,
             system=entry["lb"],
-            plan=_plan_summary(s),
+            plan=dict(_plan_summary(s), sources=sources_spec(phases, s)),
             counted_over="the trial (setup to the far side's window end), not only the window",
             outer_dst_check=dict(
                 check,
