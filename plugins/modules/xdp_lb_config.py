@@ -14,7 +14,7 @@ author:
   - xdplab.testbed developers (!UNKNOWN)
 description:
   - Finds the XDP program attached to O(interface) (attached first by M(xdplab.testbed.xdp_program)) and, with
-    O(state=present), writes the load balancer's plan into its maps: one VIP per O(vips) (the address O(vip_ip),
+    O(state=present), writes the load balancer's plan into its maps - one VIP per O(vips) (the address O(vip_ip),
     port O(port_base) + i, O(proto)), O(reals_per_vip) reals each with consecutive addresses in O(reals_net), each
     VIP's consistent-hash ring of 65,537 slots filled with Maglev's permutation (as Katran fills its rings), and the
     outer header's source address O(outer_src).
@@ -55,7 +55,7 @@ options:
     type: int
     default: 12
   vips:
-    description: How many VIPs (the experiment: one per DUT core). At most 16 (bpf/xdp_lb.h LB_MAX_VIPS).
+    description: How many VIPs (the experiment - one per DUT core). At most 16 (bpf/xdp_lb.h LB_MAX_VIPS).
     type: int
     default: 1
   reals_per_vip:

@@ -170,9 +170,8 @@ class LbProvider:
         s = settings(phases)
         if entry["lb"] == "ipvsadm":
             stats = phases.module("xdplab.testbed.ipvs_service", dict(s, state="stats"))["stats"]
-            own = {"ip_vs": {"totals": stats["totals"],
-                            "per_vip": [{"service": x["addr"], "in_packets": (x.get("values") or {}).get("InPkts")}
-                                        for x in stats["services"]]}}  # fmt: skip
+            per_vip = [{"service": x["addr"], "in_packets": (x.get("values") or {}).get("InPkts")} for x in stats["services"]]
+            own = {"ip_vs": {"totals": stats["totals"], "per_vip": per_vip}}
         else:
             counters = phases.module("xdplab.testbed.xdp_lb_config", {"interface": phases.var("xdplab_dut_interface"),
                                                                       "state": "read"})["counters"]  # fmt: skip
