@@ -6,7 +6,8 @@
 
 - ``lb_input | lb_input_errors(systems, packet_lens, cores, mtu, host)``: every problem, each naming the field and the
   value (more reals than the program's reals map holds, a packet that IPIP's 20 bytes push over the MTU, rp_filter on
-  for IPVS tunnel mode, a system that is no load balancer).
+  for IPVS tunnel mode, a system that is no load balancer);
+- ``systems | lb_ipvs_systems``: the names of the IPVS systems (kind lb, ``lb: ipvsadm``), which need a kernel with IPVS.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ def lb_input_errors(lb_input, systems, packet_lens, cores, mtu=1500, host="dut")
         raise AnsibleFilterError(f"lb_input_errors: {exc}") from None
 
 
+def lb_ipvs_systems(systems):
+    return _lb.ipvs_systems(systems)
+
+
 class FilterModule:
     """xdplab.testbed load-balancer input checks."""
 
     def filters(self):
-        return {"lb_input_errors": lb_input_errors}
+        return {"lb_input_errors": lb_input_errors, "lb_ipvs_systems": lb_ipvs_systems}

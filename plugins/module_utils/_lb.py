@@ -38,6 +38,9 @@ IPIP_OVERHEAD = 20
 # the Ethernet header and FCS inside a packet_len (T-Rex's: on the wire with FCS)
 ETH_AND_FCS = 18
 PROTOCOLS = {"udp": 17, "tcp": 6}
+# the kind lb's modes (a system entry's ``lb``): the project's XDP program, the kernel's IPVS through ipvsadm
+MODE_BPF = "bpf"
+MODE_IPVS = "ipvsadm"
 # the programs (bpf/): the balancer on the DUT, the far side's check on the generator
 BALANCER = {"object": "xdp_lb.bpf.o", "program": "xdp_lb"}
 CHECK = {"object": "xdp_lb_check.bpf.o", "program": "xdp_lb_check"}
@@ -106,6 +109,11 @@ def plan(vip_ip, port_base, vips, reals_per_vip, reals_net="10.200.0.0/16", prot
     }
 
 
+def ipvs_systems(systems):
+    """The names of the IPVS systems (kind lb, ``lb: ipvsadm``) of ``systems``."""
+    return [n for n, e in (systems or {}).items() if isinstance(e, dict) and e.get("impl") == "lb" and e.get("lb") == MODE_IPVS]
+
+
 def plan_errors(vips, reals_per_vip, reals_net, proto="udp"):
     """What the program's maps cannot hold: more VIPs than vip_map, more reals than the reals array, more reals than
     ``reals_net`` has addresses, a protocol it does not parse."""
@@ -149,7 +157,7 @@ def lb_errors(lb, systems, packet_lens, cores, mtu=1500, host="dut"):
         if not isinstance(entry, dict) or entry.get("impl") != "lb":
             errors.append(f"{host}: paper_lb_systems: {name!r} is not a load-balancer system (impl lb) of experiment_systems")
             continue
-        if entry.get("lb") == "ipvsadm" and str(entry.get("rp_filter", 0)) not in ("0", "False", "false"):
+        if entry.get("lb") == MODE_IPVS and str(entry.get("rp_filter", 0)) not in ("0", "False", "false"):
             errors.append(
                 f"{host}: experiment_systems.{name}.rp_filter: {entry.get('rp_filter')!r}: IPVS tunnel mode needs "
                 "reverse-path filtering off on the DUT (net.ipv4.conf.*.rp_filter 0, as the paper ran it); a strict "

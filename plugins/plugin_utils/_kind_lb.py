@@ -61,7 +61,7 @@ def sources_spec(phases, s):
 
 def _entry(phases):
     entry = _kind_forward.forward_entry(phases) or {}
-    return dict({"return_port": "ingress", "lb": "bpf"}, **entry)
+    return dict({"return_port": "ingress", "lb": _lb.MODE_BPF}, **entry)
 
 
 def _route_commands(phases, v, s, up):
@@ -100,7 +100,7 @@ class LbProvider:
             # the clients: the generator's frames walk lb_sources source addresses (traffic_generator's sources)
             traffic = phases.state.setdefault("traffic", {})
             traffic.update(sources=sources, exclude=[s["reals_net"]])
-        if entry["lb"] == "ipvsadm":
+        if entry["lb"] == _lb.MODE_IPVS:
             if not v["egress"] or v["egress"] == dut_if:
                 raise failure(f"system {trial['name']} (IPVS, tunnel mode) sends to the reals out of a second port: "
                               "xdplab_dut_egress_interface must name a port other than the ingress port "
@@ -168,7 +168,7 @@ class LbProvider:
         collected = ForwardProvider.collect(phases)
         entry = _entry(phases)
         s = settings(phases)
-        if entry["lb"] == "ipvsadm":
+        if entry["lb"] == _lb.MODE_IPVS:
             stats = phases.module("xdplab.testbed.ipvs_service", dict(s, state="stats"))["stats"]
             per_vip = [{"service": x["addr"], "in_packets": (x.get("values") or {}).get("InPkts")} for x in stats["services"]]
             own = {"ip_vs": {"totals": stats["totals"], "per_vip": per_vip}}
@@ -200,7 +200,7 @@ class LbProvider:
         rp_filter as found."""
         entry = _entry(phases)
         dut_if = phases.var("xdplab_dut_interface")
-        if entry["lb"] == "ipvsadm":
+        if entry["lb"] == _lb.MODE_IPVS:
             v = _kind_forward._values(phases)
             cores = (phases.state.get("trial") or {}).get("cores") or phases.var("__experiment_planned")["point"].get("cores", 1)
             s = settings(phases, cores)
