@@ -66,11 +66,13 @@ def _entry(phases):
 
 def _route_commands(phases, v, s, up):
     """IPVS: the reals' net routed out of the egress port via the generator's receive address (a permanent neighbour),
-    so the far side receives what IPVS sends to the reals; undone at teardown."""
+    so the far side receives what IPVS sends to the reals; the route's source is the VIP's address, which IPVS's tunnel
+    takes as the outer source (the far side's check expects the balancer's address, as xdp_lb writes it); undone at
+    teardown."""
     egress, via, mac = v["egress"], v["gen_rx_ip"], v["gen_rx_mac"]
     if up:
         return (f"ip neigh replace {via} lladdr {mac} dev {egress} nud permanent; "
-                f"ip route replace {s['reals_net']} via {via} dev {egress}")  # fmt: skip
+                f"ip route replace {s['reals_net']} via {via} dev {egress} src {s['vip_ip']}")  # fmt: skip
     return f"ip route del {s['reals_net']} 2>/dev/null || true"
 
 
