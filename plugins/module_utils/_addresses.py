@@ -118,6 +118,8 @@ def _seed(spec, what):
     seed = spec.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, (int, str)):
         raise AddressError("%s.seed must be a whole number or a string, got %r" % (what, seed))
+    if isinstance(seed, str) and seed.strip().lstrip("-").isdigit():
+        seed = int(seed)  # a templated "1" is the seed 1: the same list as an integer 1
     return seed
 
 
@@ -212,5 +214,6 @@ def address_list(spec, what="destinations", exclude=()):
             raise AddressError("%s: give either list or count (and seed), not both" % what)
         addresses = check_list(spec["list"], spec.get("within"), spec["exclude"], what)
     else:
-        addresses = draw(_count(spec, what), _seed(spec, what), spec.get("within"), spec["exclude"], what)
+        spec["count"], spec["seed"] = _count(spec, what), _seed(spec, what)
+        addresses = draw(spec["count"], spec["seed"], spec.get("within"), spec["exclude"], what)
     return addresses, describe(addresses, spec)

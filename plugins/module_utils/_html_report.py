@@ -35,7 +35,7 @@ from ansible_collections.xdplab.testbed.plugins.module_utils import _abstats, _r
 
 RUN_META = "run.json"
 RECORDS = "trials.jsonl"
-TABLES = ("report.csv", "latency.csv", "side_by_side.csv")
+TABLES = ("report.csv", "latency.csv", "side_by_side.csv", "ratios.csv")
 NOT_RECORDED = "not recorded"
 # the metrics the comparison of two runs tests: the record's field, its label, its scale, and the words for B's
 # higher and lower value

@@ -107,6 +107,28 @@ options:
         (M(xdplab.testbed.trial_record)'s O(xdplab.testbed.trial_record#module:link_speed_gbit)).
         Unknown (the virtual lab's veth) by default.
     type: float
+  ratios:
+    description:
+      - "Ratio rows (issue 27): our ratio of two systems beside the paper's ratio, which is what compares across
+        testbeds (XDP/Linux, full/single table, XDP/IPVS, TCP_RR held under attack). A section C(Ratios) of
+        C(report.md) (with a sentence saying so) and C(ratios.csv) beside C(report.csv); the HTML pages of
+        M(xdplab.testbed.results_report) show that CSV. Not with O(side_by_side)."
+      - "Each ratio is a mapping: C(name) (required, the first column); C(numerator) and C(denominator) (required),
+        each C({match: {field: value(s)}}) (point fields such as C(system), or dotted paths); C(per), a list of
+        axes (for example C([cores])): one row per value both sides measured (none: one row); C(y), the field
+        compared (default C(result.pps)). Ours: the median of C(y) over the numerator's trials at that value over the
+        median over the denominator's. A C(per) axis the denominator's C(match) fixes (C(attack_pps: 0)) does not
+        split it: every row is over that one denominator."
+      - "C(paper) (optional): C(file) (a CSV, relative to O(reference_dir)), C(numerator_column),
+        C(denominator_column), C(x) (its x column, matched against the C(per) axis C(axis), default the first),
+        C(x_scale) (the CSV's x times it is compared with our value; default 1), C(denominator_at) (a fixed x of the
+        CSV for the paper's denominator) and C(at) (the CSV's x of the paper's ratio when C(per) is empty). The paper's
+        ratio is empty where the CSV has no row at that x or a cell is empty."
+      - A ratio none of whose trials match both sides is left out with a note under the table; a spec that is wrong
+        or a CSV column that does not exist fails before anything is written.
+    type: list
+    elements: dict
+    default: []
   gnuplot:
     description: The gnuplot executable (a name on PATH or a path).
     type: str
@@ -243,6 +265,16 @@ trials:
   description: Number of trial records read (of every DUT, with O(side_by_side)).
   returned: always
   type: int
+ratios:
+  description:
+    - The ratio rows (O(ratios)), C(ratios.csv)'s rows with C(per), a mapping of each C(per) axis to its value.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {ratio: XDP / Linux, at: cores 1, per: {cores: 1}, ours: 2.8, paper: 3.08, numerator: 2800000.0,
+       denominator: 1000000.0, numerator_trials: 3, denominator_trials: 3, paper_numerator: 5356000.0,
+       paper_denominator: 1740000.0}
 skipped_lines:
   description:
     - Lines of the records file that were not read, each also a warning naming C(file:line) - not valid JSON (for
@@ -256,6 +288,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _figures as figs
+from ansible_collections.xdplab.testbed.plugins.module_utils import _ratios as ratios
 from ansible_collections.xdplab.testbed.plugins.module_utils import _report as report
 
 
@@ -311,6 +344,31 @@ class ExperimentReport:
                     "package gnuplot-nox (apt-get install gnuplot-nox), or leave out the figures option" % self.p["gnuplot"]
                 )
         return specs, gnuplot
+
+    def _ratio_specs(self):
+        """Validated ratio specs and the text of each one's paper CSV (before anything is written)."""
+        specs, texts = [], []
+        for i, spec in enumerate(self.p["ratios"]):
+            try:
+                spec = ratios.validate(spec, i)
+            except ratios.RatioError as exc:
+                self.module.fail_json(msg=str(exc))
+            text = None
+            if spec["paper"]:
+                path = os.path.join(self._reference_dir(), spec["paper"]["file"])
+                try:
+                    with open(path) as f:
+                        text = f.read()
+                    ratios.paper_table(text, spec["paper"], "ratios[%d] (%s)" % (i, spec["name"]))
+                except OSError as exc:
+                    self.module.fail_json(
+                        msg="ratios[%d] (%s): cannot read %s: %s (see reference_dir)" % (i, spec["name"], path, exc)
+                    )
+                except ratios.RatioError as exc:
+                    self.module.fail_json(msg=str(exc))
+            specs.append(spec)
+            texts.append(text)
+        return specs, texts
 
     def _reference_dir(self):
         if self.p["reference_dir"]:
@@ -403,6 +461,7 @@ class ExperimentReport:
             figures=[],
             figure_details=[],
             skipped_figures=[],
+            ratios=[],
         )
 
     def _write_tables(self, dest, stem, csv_text, markdown):
@@ -416,8 +475,11 @@ class ExperimentReport:
 
     def run(self):
         if self.p["side_by_side"] is not None:
+            if self.p["ratios"]:
+                self.module.fail_json(msg="ratios are shown by each DUT's own report, not with side_by_side: leave ratios out")
             return self.run_side_by_side()
         specs, gnuplot = self._specs()
+        ratio_specs, ratio_texts = self._ratio_specs()
         try:
             records, warnings = report.load(self.p["results"], self.p["link_speed_gbit"])
         except FileNotFoundError:
@@ -439,9 +501,20 @@ class ExperimentReport:
             report.provenance_lines(records),
             figs.figures_markdown(drawn, {f.spec["name"]: f.png for f in drawn}, skipped),
         )
+        ratio_rows, no_ratio = [], []
+        for i, (spec, text) in enumerate(zip(ratio_specs, ratio_texts)):
+            rows_of = ratios.ratio_rows(records, spec, text, i)
+            ratio_rows += rows_of
+            if not rows_of:
+                no_ratio.append(spec["name"])
+        if ratio_specs:
+            markdown = markdown.rstrip("\n") + "\n\n" + ratios.to_markdown(ratio_rows, no_ratio)
         csv_text = report.to_csv(rows)
         dest = self.p["dest"] or os.path.dirname(os.path.abspath(self.p["results"]))
         files, changed = self._write_tables(dest, "report", csv_text, markdown)
+        if ratio_specs:
+            files.append(os.path.join(dest, "ratios.csv"))
+            changed = self._write(files[-1], ratios.to_csv(ratio_rows)) or changed
         pngs = []
         for figure in drawn:
             changed = self._draw(figure, dest, gnuplot) or changed
@@ -458,6 +531,7 @@ class ExperimentReport:
             figures=pngs,
             figure_details=[f.summary() for f in drawn],
             skipped_figures=skipped,
+            ratios=ratio_rows,
         )
 
 
@@ -475,6 +549,7 @@ def main():
             reference_label=dict(type="str"),
             link_speed_gbit=dict(type="float"),
             gnuplot=dict(type="str", default="gnuplot"),
+            ratios=dict(type="list", elements="dict", default=[]),
         ),
         required_one_of=[("results", "side_by_side")],
         mutually_exclusive=[("results", "side_by_side")],

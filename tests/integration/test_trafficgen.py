@@ -264,3 +264,64 @@ def test_bad_address_list_is_refused(veth_pair, tmp_path, content, message):
               check=False)  # fmt: skip
     assert proc.returncode != 0
     assert message in proc.stderr, proc.stderr
+
+
+def test_each_sender_walks_the_shared_list_from_its_own_start(netlab, bpf_build, tmp_path):
+    # two senders (queues 2, CPUs 0 and 1): flow 0 (UDP port 12) is sender 0's, flow 1 (port 13) sender 1's; the
+    # list is shared, sender q of 2 starts at q * 16 / 2, so the two do not send the same address at once
+    bpf_build("xdplab-trafficgen")
+    lab = netlab("tr", sides=("gen", "dut"), pairs=[("gen0", "dut0")], queues=2, gro=["dut0"], lo=False)
+    dsts = ["203.0.113.%d" % (i + 1) for i in range(16)]
+    (tmp_path / "dst.txt").write_text("\n".join(dsts) + "\n")
+    summary, frames = capture_while_sending(
+        lab.dut, lab.gen, tmp_path / "frames.txt", 20000, "--rate", "4000", "--duration", "1", "--queues", "2",
+        "--flows", "2", "--cpus", "0,1", "--dst-list", str(tmp_path / "dst.txt"),
+    )  # fmt: skip
+    assert len(frames) >= 0.9 * summary["sent"], (len(frames), summary["sent"])
+    for port, start in ((12, 0), (13, 8)):
+        walk = [dsts.index(socket.inet_ntoa(f[30:34])) for f in frames if struct.unpack("!H", f[36:38])[0] == port]
+        assert len(walk) >= 500, (port, len(walk))
+        assert walk[0] == start, (port, walk[:4])
+        in_order = sum(b == (a + 1) % 16 for a, b in zip(walk, walk[1:]))
+        assert in_order >= 0.98 * (len(walk) - 1), (port, in_order, len(walk))
+    assert all(ipv4_checksum_ok(f[14:34]) for f in frames)
+
+
+def test_the_module_draws_the_list_the_frames_carry(netlab, bpf_build, tmp_path):
+    # traffic_generator's destinations (drawn, seeded) and sources (given) through xdp_live to the real program
+    bpf_build("xdplab-trafficgen")
+    lab = netlab("tr", sides=("gen", "dut"), pairs=[("gen0", "dut0")], gro=["dut0"], lo=False)
+    run_dir = str(tmp_path / "run")
+    args = dict(backend="xdp_live", name="lists", run_dir=run_dir, interface="gen0", src_mac="02:00:00:00:00:01",
+                dst_mac="02:00:00:00:00:02", src_ip="10.0.0.1", dst_ip="10.0.0.2", cpus=[0], duration=1,
+                rate_pps=3000.0, binary=BINARY, destinations={"count": 16, "seed": 11, "within": "192.0.2.0/24"},
+                sources={"list": ["198.51.100.7", "198.51.100.8"]}, exclude=["192.0.2.0/28"])  # fmt: skip
+    out_path = tmp_path / "frames.txt"
+    with open(out_path, "w+", encoding="ascii") as out:
+        cap = subprocess.Popen(["ip", "netns", "exec", lab.dut, sys.executable, "-c", CAPTURE, "20000"], stdout=out,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 10
+            while os.path.getsize(out_path) == 0 and cap.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            started = lab.module(lab.gen, "traffic_generator", dict(args, state="started"))
+            assert not started.get("failed"), started
+            with open(os.path.join(run_dir, "lists.destinations.txt"), encoding="ascii") as f:
+                listed = f.read().split()
+            stopped = lab.module(lab.gen, "traffic_generator", dict(args, state="stopped", wait=True, remove=True))
+            assert not stopped.get("failed"), stopped
+            time.sleep(0.3)
+        finally:
+            cap.terminate()
+            cap.communicate(timeout=10)
+        out.seek(0)
+        frames = [bytes.fromhex(line) for line in out.read().split()[1:]]
+    summary = stopped["summary"]
+    assert summary["destinations"]["count"] == 16 and summary["destinations"]["seed"] == 11
+    assert summary["destinations"]["first"] == listed[:5] and summary["sources"]["first"] == ["198.51.100.7", "198.51.100.8"]
+    assert len(listed) == 16 and all(int(a.split(".")[3]) >= 16 for a in listed)  # outside the excluded /28
+    assert len(frames) >= 0.9 * summary["sent"] and frames, (len(frames), summary["sent"])
+    got = [socket.inet_ntoa(f[30:34]) for f in frames]
+    assert got[:16] == listed and set(got) == set(listed)
+    assert {socket.inet_ntoa(f[26:30]) for f in frames} == {"198.51.100.7", "198.51.100.8"}
+    assert all(ipv4_checksum_ok(f[14:34]) for f in frames)

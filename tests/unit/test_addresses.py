@@ -21,6 +21,9 @@ def test_the_same_seed_draws_the_same_list_another_seed_another():
     assert described["first"] == first[:5]
     # the record's sha256 is that of the generator's file (one address a line)
     assert described["sha256"] == hashlib.sha256("".join(a + "\n" for a in first).encode()).hexdigest()
+    # a templated count and seed ("4000", "7") are the numbers: the same list, recorded as numbers
+    templated, described_t = address_list({"count": "4000", "seed": "7"})
+    assert templated == first and described_t["seed"] == 7 and described_t["count"] == 4000
     # a known value: the draw is random.Random(seed).sample over the usable space, the same on every host
     assert address_list({"count": 3, "seed": 1})[0] == ["35.101.177.245", "147.183.88.74", "218.242.106.223"]
 

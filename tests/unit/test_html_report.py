@@ -108,3 +108,15 @@ def test_meta_text_keeps_the_hand_written_fields_and_replaces_derived():
     meta = {"run_id": "r", "command": "not recorded", "derived": {"old": 1}}
     out = json.loads(html.meta_text(meta, {"trials": 2}))
     assert out == {"run_id": "r", "command": "not recorded", "derived": {"trials": 2}}
+
+
+def test_a_runs_ratio_table_is_on_its_page(tree):
+    # issue 27: experiment_report's ratios.csv (ours beside the paper's) is one of the tables a run page shows
+    (tree / "paper_drop" / "a" / "ratios.csv").write_text(
+        "ratio,at,ours,paper,numerator,denominator,numerator_trials,denominator_trials,paper_numerator,paper_denominator\n"
+        "XDP / Linux raw,cores 1,3.1,4.72,6000000.0,1935000.0,3,3,23863471.0,5051787.0\n"
+    )
+    pages, _runs = html.pages(str(tree), {}, REFERENCE_DIR, "My results")
+    run_page = pages["paper_drop/a/index.html"]
+    assert "<caption>ratios.csv</caption>" in run_page and "XDP / Linux raw" in run_page
+    assert "ratios.csv" not in pages["paper_drop/b/index.html"]

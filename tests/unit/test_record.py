@@ -407,3 +407,14 @@ def test_a_kept_up_forwarding_trial_keeps_its_verdict_and_the_record_carries_bot
     full = ok_record(experiment="paper_forward", forwarding=copy.deepcopy(rec["forwarding"]), measurement=measurement(pps=1.0))
     assert full["loss"]["limit"] == _record.GENERATOR_LIMITED and full["loss"]["lost_at"] == _record.LOST_AT_FAR_SIDE
     assert set(full["loss"]["sides"]) == {"dut_pps", "far_side_pps"}
+
+
+def test_a_generator_address_list_is_kept_in_the_record():
+    # issue 27: traffic_generator's summary carries the lists the frames walked; the record keeps them as they are
+    listed = {"count": 4000, "seed": 1, "within": ["1.0.0.0-223.255.255.255"], "exclude": ["10.0.0.0/8"],
+              "drawn": True, "sha256": "ab" * 32, "first": ["35.101.177.245", "147.183.88.74"]}  # fmt: skip
+    rec = ok_record(generator=dict(generator(), destinations=listed))
+    assert rec["generator"]["destinations"] == listed and "sources" not in rec["generator"]
+    bad = copy.deepcopy(rec)
+    bad["generator"]["destinations"]["sha256"] = "not a digest"
+    assert list(VALIDATOR.iter_errors(bad)), "the schema takes a sha256 of 64 hex digits only"
