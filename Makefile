@@ -31,6 +31,7 @@ help:
 	@echo "make testbed-down stop generators, detach programs, remove the virtual lab"
 	@echo "make vm-lab       the VM lab end to end: up, testbed_up, a small paper_drop and paper_forward, both tables, down (TCG: functional)"
 	@echo "make vm-lab-up    two qemu VMs (tg, dut) reached over SSH, inventories/vm (docs/VM_LAB.md); make vm-lab-down removes them"
+	@echo "make paper-lb     the load balancer (issue 27): xdp_lb (Katran-like, IPIP, XDP_TX) vs IPVS (sh, tunnel) by cores, IPIP packets counted at the generator"
 
 # -- environment -----------------------------------------------------------------------------
 $(VENV)/bin/activate:
@@ -81,6 +82,11 @@ paper-latency: $(VENV)/.run-deps
 # the routing experiment (issue 27): XDP router vs Linux, single route vs the full BGP table, by cores; destinations sweep
 paper-routing: $(VENV)/.run-deps
 	$(call experiment,paper_routing,report.md,$(comma) figures paper_routing_mpps.png and paper_routing_destinations.png beside it)
+# the load-balancer experiment (issue 27, item 3): xdp_lb vs IPVS by cores, one VIP per core, counted at the generator;
+# the ratio XDP/IPVS beside the paper's (where the DUT's kernel lacks IPVS the report says so and xdp_lb runs alone)
+.PHONY: paper-lb
+paper-lb: $(VENV)/.run-deps
+	$(call experiment,paper_lb,report.md,$(comma) figure paper_lb_mpps.png beside it)
 
 # the seeds' own experiments (issue 10): the AF_XDP table beside seeds/001's, and the cost of XDP_PASS on TCP
 # (seeds/002: headline with its 95 % CI, the seed's verdict row, CPU per Gbit/s figure)
@@ -169,6 +175,8 @@ system-deps: $(VENV)/.test-deps
 # lint: the syntax check of every playbook, one ansible-playbook per inventory (one start instead of one per
 # playbook; it stops at, and names, the first playbook that does not parse)
 SYNTAX_PLAYBOOKS := paper_drop paper_drop_cpu paper_forward paper_latency paper_ddos afxdp xdp_pass_tcp ab_compare ndr_pdr site drift_check testbed_up testbed_down vm_lab
+# issue 27
+SYNTAX_PLAYBOOKS += paper_lb paper_routing
 lint: $(VENV)/.test-deps
 	$(VENV)/bin/yamllint --strict .
 	$(VENV)/bin/ruff check .

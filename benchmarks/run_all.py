@@ -73,6 +73,9 @@ SCRIPTS = {
                           "what": "Ansible's module runs and seconds per trial besides the traffic (virtual lab)"},
     "kernel_build.sh": {"argv": ["bash", "{script}"], "needs": needs_kernel_tree,
                         "what": "kernel package build time, no ccache / cold / warm"},
+    # issue 27
+    "lb_counter_cost.py": {"argv": [PYTHON, "{script}", "--json", "{json}"],
+                           "what": "bpf/xdp_lb's counters per packet, BPF_PROG_RUN with and without them"},
 }  # fmt: skip
 
 

@@ -433,6 +433,10 @@ def build_record(
             raise RecordError("forwarding must be the section _forwarding.forwarding_section builds "
                               "(received_pps, dut, lost, ...), got %r" % (forwarding,))
         rec["forwarding"] = copy.deepcopy(forwarding)
+    if meas is not None and isinstance((meas.get("details") or {}).get("lb"), dict):
+        # the load-balancer experiment's section (plugin_utils/_kind_lb.py): the plan, the balancer's counters, the
+        # far side's check of the outer destination
+        rec["lb"] = meas["details"].pop("lb")
     if latency is not None and meas is not None:
         # the latency experiment's section (module latency_stats, plugins/module_utils/_latency.py statistics)
         if not isinstance(latency, dict) or "count" not in latency or "histogram" not in latency:

@@ -140,6 +140,15 @@ KINDS = {
             "TCP_RR (xdplab-tcp-rr) into a server on the DUT while the generator floods it with UDP to a closed port",
             cpu_windowed=True,
         ),
+        # issue 27 (paper_lb.yml): a load balancer, its encapsulated packets counted where they come back
+        # (plugin_utils/_kind_lb.py)
+        Kind(
+            "lb",
+            "a load balancer (xdp_lb: IPIP and XDP_TX; IPVS: ipvsadm -s sh, tunnel mode), counted where the "
+            "encapsulated packets come back",
+            cpu_windowed=True,
+            forward_dut_cpu_window=True,
+        ),
     )
 }
 

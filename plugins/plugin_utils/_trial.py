@@ -54,7 +54,7 @@ from ansible_collections.xdplab.testbed.plugins.filter import lab_math
 from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_usage as cpu_usage
 from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trial_record as trial_record
-from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker, _kind_af_xdp, _kind_ddos, _kind_dpdk
+from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker, _kind_af_xdp, _kind_ddos, _kind_dpdk, _kind_lb
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_forward import ForwardProvider
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._on_controller import ModuleFailure, on_this_machine, run_worker
 
@@ -881,6 +881,8 @@ PROVIDERS = {
 PROVIDERS.update(dpdk=_kind_dpdk.DpdkProvider, af_xdp=_kind_af_xdp.AfXdpProvider)
 # issue 27: the DoS experiment's kind (TCP_RR under a UDP flood)
 PROVIDERS.update(ddos=_kind_ddos.DdosProvider)
+# issue 27: the load balancers (xdp_lb, IPVS)
+PROVIDERS.update(lb=_kind_lb.LbProvider)
 
 
 def provider_of(system):
