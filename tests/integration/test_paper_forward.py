@@ -73,7 +73,10 @@ def test_paper_forward_every_system_counted_where_frames_return(lab_playbook):
     # recycled page and 71 % of the frames were dropped as for another host, before IP counted them
     stack = by_system["linux_forward"]["forwarding"]["dut"]["stack"]
     rx = by_system["linux_forward"]["forwarding"]["dut"]["per_port"]["veth-dut0"]["if_rx_packets"]
-    assert stack["drops"] == {} and stack["snmp"]["IpForwDatagrams"] == stack["snmp"]["IpInReceives"], stack
+    # (the two counters are deltas between two reads of /proc/net/snmp while frames flow: a frame received before the
+    # first read and forwarded after it counts in IpForwDatagrams alone, so they may differ by the frames in flight)
+    assert stack["drops"] == {}, stack
+    assert abs(stack["snmp"]["IpForwDatagrams"] - stack["snmp"]["IpInReceives"]) <= 64, stack
     assert stack["snmp"]["IpInReceives"] == pytest.approx(rx, rel=0.01), (stack, rx)
     # the far side in the verdict: both sides' losses are in the record, the larger names the limit
     for system, rec in by_system.items():
