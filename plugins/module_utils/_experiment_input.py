@@ -986,8 +986,6 @@ def routing_errors(matrix, options, dut, host="dut"):
 
 
 # -- the DoS experiment (playbooks/paper_ddos.yml, issue 27) -----------------------------------------------------------
-# bytes of a frame's packet_len that are not its IP packet: the Ethernet header (14) and the FCS (4)
-_FRAME_OVERHEAD = 18
 # what an encapsulation adds to the IP packet (IPIP's outer header): packet length + 20 must fit the MTU
 ENCAP_OVERHEAD = 20
 
@@ -1000,13 +998,13 @@ def encap_mtu_errors(matrix, mtu, host, overhead=ENCAP_OVERHEAD):
             "%s: xdplab_dut_mtu: %s is not a number of bytes (the DUT port's MTU, 1500 on the virtual lab)" % (host, _json(mtu))
         ]
     lens = [x for x in (_number(v) for v in axis(matrix, "packet_len", 64)) if x is not None]
-    over = [int(x) for x in lens if x - _FRAME_OVERHEAD + overhead > ceiling]
+    over = [int(x) for x in lens if x - ETH_OVERHEAD + overhead > ceiling]
     if not over:
         return []
     return [
         "%s: packet_len: %s bytes: the IP packet (packet_len - %d) + %d bytes is over the DUT port's MTU xdplab_dut_mtu=%s; "
         "give packet_len at most %d"
-        % (host, _pylist(over), _FRAME_OVERHEAD, overhead, mtu, int(ceiling) + _FRAME_OVERHEAD - overhead)
+        % (host, _pylist(over), ETH_OVERHEAD, overhead, mtu, int(ceiling) + ETH_OVERHEAD - overhead)
     ]
 
 
