@@ -123,7 +123,7 @@ DDOS_SYSTEMS = {"ddos_none": {"impl": "ddos", "filter": "none", "drop_at": "stac
 GOOD = {"tcp_rr_port": 12865, "attack_port": 9, "max_pps": 16000000, "mtu": 1500}
 
 
-def ddos_input_errors(tmp, ddos_input=None, mpps=(0, 1), packet_len=(64,), system="ddos_none"):
+def ddos_input_errors(tmp, ddos_input=None, mpps=(0, 1), packet_len=(64,), system="ddos_none", dut=None):
     from ansible_collections.xdplab.testbed.plugins.filter.experiment_input import experiment_input_errors
     from ansible_collections.xdplab.testbed.tests.unit.test_input_checks import IMPLS, _dut, _gen
 
@@ -133,13 +133,25 @@ def ddos_input_errors(tmp, ddos_input=None, mpps=(0, 1), packet_len=(64,), syste
             "experiment_latency_max_pps": 1000000, "experiment_ddos": dict(GOOD, **(ddos_input or {}))}  # fmt: skip
     matrix = {"system": [system], "cores": [1], "packet_len": list(packet_len), "offered_mpps": list(mpps)}
     return experiment_input_errors(
-        opts, matrix, _dut(), _gen(), IMPLS + ["ddos"], backends=["xdp_live"], touch_modes=["no_touch"],
+        opts, matrix, _dut(**(dut or {})), _gen(), IMPLS + ["ddos"], backends=["xdp_live"], touch_modes=["no_touch"],
         tcp_programs=["none"], afxdp_binds=["skb", "drv_copy"], generators=["tg"], vlab=["dut", "tg"], online_cpus="0-1",
     )  # fmt: skip
 
 
 def test_good_ddos_input_passes(tmp_path):
     assert ddos_input_errors(tmp_path) == []
+
+
+def test_an_app_cpu_that_is_not_a_cpu_number_is_refused(tmp_path):
+    assert ddos_input_errors(tmp_path, dut={"xdplab_dut_cpumap_cpu": "1"}) == []
+    assert ddos_input_errors(tmp_path, dut={"xdplab_dut_cpumap_cpu": 0}) == []
+    assert ddos_input_errors(tmp_path, dut={"xdplab_dut_cpumap_cpu": "first"}) == [
+        "dut: xdplab_dut_cpumap_cpu: \"first\" is not a CPU number: it is the DoS experiment's application CPU (the "
+        "TCP_RR server's and xdp_ddos_filter's cpumap target); name one CPU of dut, or leave it out for the default (the "
+        "first housekeeping CPU that no generator on this machine uses, else the DUT's last CPU)"
+    ]
+    # another experiment's matrix: not this check's (the forwarding experiment's cpumap CPU has its own)
+    assert ddos_input_errors(tmp_path, system="xdp", dut={"xdplab_dut_cpumap_cpu": "first"}) == []
 
 
 def test_attack_port_equal_to_the_tcp_rr_port_is_refused(tmp_path):
