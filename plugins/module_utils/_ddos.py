@@ -288,6 +288,18 @@ def _fmt(value, digits=0):
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def app_cpu_lines(records):
+    """The report's line on the application CPU: each distinct ``ddos.app_cpu`` of the ok records (one per run unless
+    the inventory changed between them), with why it was chosen; [] for records before it was recorded."""
+    seen = []
+    for rec in records:
+        app = (rec.get("ddos") or {}).get("app_cpu") if rec.get("status") == "ok" else None
+        if app and app not in seen:
+            seen.append(app)
+    return [f"Application CPU (the TCP_RR server's, xdp_ddos_filter's cpumap target): CPU {a.get('cpu')}, "
+            f"{a.get('chosen_because')}." for a in seen]  # fmt: skip
+
+
 def table_markdown(pts, paper, labels=None, none_row="ddos_none", xdp_row="xdp_ddos_filter"):
     """The DoS table (trans/s mean and sd per row and attack rate, % of the row's baseline, the paper's beside), the
     ratio rows (TCP_RR held under attack) and the issue's check, as Markdown."""

@@ -366,3 +366,21 @@ def test_a_bad_explicit_app_cpu_fails_the_phase_before_anything_changes():
     with pytest.raises(PhaseFailure, match="'first' is not a CPU number"):
         DdosProvider.setup(ph)
     assert ph.calls == []
+
+
+def test_the_report_says_which_application_cpu_and_why(tmp_path, capsys):
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.xdplab.testbed.plugins.modules import ddos_report
+
+    why = "the DUT's last CPU (xdplab_dut_cpus [1]): every CPU of xdplab_housekeeping_cpus [0] is also a generator's"
+    recs = [_rec("ddos_none", 0, 10000), _rec("ddos_none", 1000000, 2, 800000)]
+    for rec in recs:
+        rec["ddos"]["app_cpu"] = {"cpu": 1, "chosen_because": why}
+    older = _rec("ddos_none", 2000000, 0, 800000)  # a record from before app_cpu was recorded: no line of its own
+    (tmp_path / "trials.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*recs, older]))
+    with patch_module_args({"results": str(tmp_path / "trials.jsonl")}), pytest.raises(SystemExit):
+        ddos_report.main()
+    out = json.loads(capsys.readouterr().out)
+    line = f"Application CPU (the TCP_RR server's, xdp_ddos_filter's cpumap target): CPU 1, {why}."
+    assert out["markdown"].count("Application CPU") == 1 and line in out["markdown"]
+    assert line in (tmp_path / "ddos.md").read_text()
