@@ -48,6 +48,47 @@ def client_command(binary, addr, port, warmup, duration, interval, cpu=None):
     return argv
 
 
+def app_cpu(explicit, housekeeping, dut_cpus, generator_cpus, same_machine):
+    """The application's CPU (the TCP_RR server's, and xdp_ddos_filter's cpumap target) and why: (cpu, chosen_because).
+
+    ``explicit`` (xdplab_dut_cpumap_cpu) wins. Otherwise the first of ``housekeeping`` (xdplab_housekeeping_cpus)
+    that no generator uses where the generator is the same machine (``same_machine``: the virtual lab;
+    ``generator_cpus``: its senders, its receive NAPI threads, the TCP_RR client); where every housekeeping CPU is
+    also a generator's (the 2-CPU vlab: CPU 0), or there is none, the DUT's last CPU (``dut_cpus``), the split two
+    machines would have: the DUT's work on its CPU, the generator's on another."""
+    if explicit not in (None, ""):
+        try:
+            return int(explicit), "xdplab_dut_cpumap_cpu"
+        except (TypeError, ValueError):
+            raise DdosError(
+                f"xdplab_dut_cpumap_cpu: {explicit!r} is not a CPU number: name one CPU of the DUT in the inventory "
+                "(host_vars), or leave it out for the default"
+            ) from None
+    housekeeping = [int(c) for c in housekeeping or ()]
+    used = sorted({int(c) for c in generator_cpus or ()}) if same_machine else []
+    free = [c for c in housekeeping if c not in used]
+    if free:
+        if same_machine:
+            why = (f"the first of xdplab_housekeeping_cpus {housekeeping} that no generator on this machine uses "
+                   f"(the generator's senders, receive NAPI and TCP_RR client: {used})")  # fmt: skip
+        else:
+            why = f"the first of xdplab_housekeeping_cpus {housekeeping} (the generator is another machine)"
+        return free[0], why
+    dut = [int(c) for c in dut_cpus or ()]
+    if not dut:
+        raise DdosError(
+            "no application CPU: xdplab_dut_cpus is empty and no housekeeping CPU is free; name one as "
+            "xdplab_dut_cpumap_cpu in the inventory (host_vars)"
+        )
+    if housekeeping:
+        why = (f"the DUT's last CPU (xdplab_dut_cpus {dut}): every CPU of xdplab_housekeeping_cpus {housekeeping} is "
+               f"also a generator's on this machine ({used}), so the application shares the DUT's CPU, not the "
+               "generator's, as two machines would")  # fmt: skip
+    else:
+        why = f"the DUT's last CPU (xdplab_dut_cpus {dut}): xdplab_housekeeping_cpus is empty"
+    return dut[-1], why
+
+
 def parse_lines(text):
     """The JSON objects of the tool's stdout, in order; a line that is not JSON raises naming it."""
     out = []
@@ -147,9 +188,10 @@ def cpu_parties(per_cpu, roles):
     return out
 
 
-def section(client, dut, attack, system):
+def section(client, dut, attack, system, app=None):
     """The record's additive ``ddos`` section: the TCP_RR client's result, what the DUT counted (drops by where,
-    the stack's UDP and TCP counters, CPUs), the attack as offered and as the generator sent it."""
+    the stack's UDP and TCP counters, CPUs), the attack as offered and as the generator sent it, and the application's
+    CPU (``app``: {cpu, chosen_because}, app_cpu's)."""
     achieved = attack.get("achieved_pps")
     if achieved is not None and (not isinstance(achieved, (int, float)) or math.isnan(achieved)):
         raise DdosError(f"attack achieved_pps {achieved!r} is not a number")
@@ -162,7 +204,7 @@ def section(client, dut, attack, system):
         "program": dut.get("program"),
         "cpus": dut.get("cpus") or [],
         "sink": system.get("sink", False),
-    }
+    } | ({"app_cpu": app} if app is not None else {})
 
 
 # -- the DoS table (module ddos_report) ---------------------------------------------------------------------------
@@ -244,6 +286,18 @@ def linux_drop_rate(by_rate):
 
 def _fmt(value, digits=0):
     return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def app_cpu_lines(records):
+    """The report's line on the application CPU: each distinct ``ddos.app_cpu`` of the ok records (one per run unless
+    the inventory changed between them), with why it was chosen; [] for records before it was recorded."""
+    seen = []
+    for rec in records:
+        app = (rec.get("ddos") or {}).get("app_cpu") if rec.get("status") == "ok" else None
+        if app and app not in seen:
+            seen.append(app)
+    return [f"Application CPU (the TCP_RR server's, xdp_ddos_filter's cpumap target): CPU {a.get('cpu')}, "
+            f"{a.get('chosen_because')}." for a in seen]  # fmt: skip
 
 
 def table_markdown(pts, paper, labels=None, none_row="ddos_none", xdp_row="xdp_ddos_filter"):

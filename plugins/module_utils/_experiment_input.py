@@ -530,6 +530,7 @@ def input_errors(
     ddos_systems = [n for n in axis(matrix, "system") if isinstance(n, str) and _impl(systems.get(n)) == "ddos"]
     if options.get("experiment_ddos") and not matrix_error(matrix) and ddos_systems:
         errors += ddos_errors(matrix, options["experiment_ddos"], host)
+        errors += ddos_app_cpu_errors(dut, host)
 
     # the generator host and its backend
     if gen is None:
@@ -1005,6 +1006,19 @@ def encap_mtu_errors(matrix, mtu, host, overhead=ENCAP_OVERHEAD):
         "%s: packet_len: %s bytes: the IP packet (packet_len - %d) + %d bytes is over the DUT port's MTU xdplab_dut_mtu=%s; "
         "give packet_len at most %d"
         % (host, _pylist(over), ETH_OVERHEAD, overhead, mtu, int(ceiling) + ETH_OVERHEAD - overhead)
+    ]
+
+
+def ddos_app_cpu_errors(dut, host):
+    """The DoS experiment's application CPU, where given (xdplab_dut_cpumap_cpu), is one CPU number; left out, the
+    trial picks it (_ddos.app_cpu)."""
+    cpu = dut.get("xdplab_dut_cpumap_cpu")
+    if cpu in (None, "") or re.match(r"^[0-9]+$", str(cpu)):
+        return []
+    return [
+        "%s: xdplab_dut_cpumap_cpu: %s is not a CPU number: it is the DoS experiment's application CPU (the TCP_RR "
+        "server's and xdp_ddos_filter's cpumap target); name one CPU of %s, or leave it out for the default (the first "
+        "housekeeping CPU that no generator on this machine uses, else the DUT's last CPU)" % (host, _json(cpu), host)
     ]
 
 

@@ -1,6 +1,8 @@
 # Copyright: xdplab.testbed developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one process helper: every process the collection starts (generator, testpmd, AF_XDP bench) runs through it.
+The servers kept between module invocations (modules tcp_rr and iperf3_server) are a DetachedServer: the same run,
+with present/absent's decision (the same command line already runs: nothing changes) and SIGTERM-then-SIGKILL stop.
 
 A run is identified by (run_dir, name). Its files:
 
@@ -445,6 +447,67 @@ class Process:
             info["stop_requested"] = bool(state.get("stop_requested"))
             info["reported"] = bool(state.get("exit_reported"))
         return info
+
+
+class ServerStatus:
+    """What a DetachedServer's state file says now: ``state`` (its content, None without one), ``running`` (the
+    recorded process still runs: same pid and start time), ``pid`` (the running one's, else None) and ``command``
+    (the recorded command line, [] without one)."""
+
+    def __init__(self, state, running):
+        self.state = state
+        self.running = running
+        self.pid = state["pid"] if running else None
+        self.command = list((state or {}).get("command") or [])
+
+    def runs(self, command):
+        """Whether the server runs with exactly this command line (then nothing needs to change)."""
+        return self.running and self.command == list(command)
+
+
+class DetachedServer:
+    """A server that outlives the module invocation that starts it (the TCP_RR and iperf3 servers), kept by its state
+    file ``<run_dir>/<name>.state.json`` (pid and start time, as every Process): ``status()`` reads it, ``start()``
+    replaces whatever runs with a command line (the one running is stopped first: SIGTERM, then SIGKILL after
+    ``stop_timeout`` seconds), ``stop()`` stops it the same way and removes its files. The modules decide from the
+    status (same command line: nothing changes; check mode: nothing is done) and return what they return."""
+
+    def __init__(self, run_dir, name, kind, stop_timeout=5.0, settle=0.3):
+        self.process = Process(run_dir, name, kind=kind)
+        self.stop_timeout = stop_timeout
+        self.settle = settle
+
+    @property
+    def state_path(self):
+        return self.process.state_path
+
+    def status(self):
+        state = self.process.load_state()
+        return ServerStatus(state, self.process.running(state))
+
+    def start(self, command, params=None, status=None):
+        """Start ``command`` detached, after stopping the server that runs (``status``: what status() said, read
+        again when not given); returns the new process's pid. ProcessError when it cannot run or ends at once."""
+        status = status if status is not None else self.status()
+        if status.running:
+            self.process.stop(self.stop_timeout, sig=signal.SIGTERM)
+        return self.process.start(command, params, settle=self.settle)["pid"]
+
+    def stop(self, status=None):
+        """Stop the server (SIGTERM, then SIGKILL) and remove its files; False when there was nothing, neither a
+        running server nor a file (nothing running is not an error)."""
+        status = status if status is not None else self.status()
+        if not self.leftovers(status):
+            return False
+        if status.running:
+            self.process.stop(self.stop_timeout, sig=signal.SIGTERM)
+        self.process.remove()
+        return True
+
+    def leftovers(self, status=None):
+        """Whether stop() would do anything: a running server or any of its files."""
+        status = status if status is not None else self.status()
+        return status.running or bool(self.process.files())
 
 
 def json_records(text, warnings=None, source="stdout"):

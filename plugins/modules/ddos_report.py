@@ -18,7 +18,8 @@ description:
     system's baseline (attack rate 0), the attack rate achieved, where the DUT dropped the flood and the application
     CPU's busy share, with the paper's numbers (O(reference), usecase_ddos.csv) beside at the same rates; then
     the ratio rows (TCP_RR held under attack) and the issue's check (without XDP TCP_RR falls to 0 before the
-    flood reaches the Linux drop rate; with XDP it holds to at least 3x that rate).
+    flood reaches the Linux drop rate; with XDP it holds to at least 3x that rate); last, the application CPU the
+    records name (C(ddos.app_cpu)) and why it was chosen.
 options:
   results:
     description: Path of the JSON-lines trial records.
@@ -89,6 +90,7 @@ def main():
         with open(p["reference"], encoding="utf-8") as f:
             paper = ddos.paper_rows(f.read())
     markdown = "# TCP_RR under a UDP flood (paper_ddos)\n\n" + ddos.table_markdown(pts, paper, labels)
+    markdown += "".join("\n" + line + "\n" for line in ddos.app_cpu_lines([rec for _number, rec in records]))
     path = os.path.join(p["dest"] or os.path.dirname(p["results"]), "ddos.md")
     changed = False
     if not module.check_mode:

@@ -15,7 +15,8 @@ author:
 description:
   - Keeps one C(iperf3 --server) (Debian's iperf3) running in the module's network namespace, pinned with
     C(taskset) to O(cpus), detached, its pid and start time in O(run_dir)/O(name).state.json so a later task or a
-    cleanup can stop it (the same bookkeeping as the generators).
+    cleanup can stop it (the same bookkeeping as the generators; the helper C(DetachedServer) of
+    C(module_utils/_process.py), which M(xdplab.testbed.tcp_rr)'s server uses too).
   - The TCP experiment (playbooks/xdp_pass_tcp.yml) starts it in the setup of its system C(tcp); the client is the
     generator backend C(iperf3) of M(xdplab.testbed.traffic_generator), whose C(--window) the server applies to
     its data sockets (iperf3 passes the client's settings to the server).
@@ -102,18 +103,17 @@ running:
 
 import os
 import shutil
-import signal
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _iperf3 as iperf3
-from ansible_collections.xdplab.testbed.plugins.module_utils._process import Process, ProcessError
+from ansible_collections.xdplab.testbed.plugins.module_utils._process import DetachedServer, Process, ProcessError
 
 
 class Iperf3Server:
     def __init__(self, module):
         self.module = module
         self.p = module.params
-        self.run = Process(self.p["run_dir"], self.p["name"], kind="iperf3_server")
+        self.server = DetachedServer(self.p["run_dir"], self.p["name"], "iperf3_server", self.p["stop_timeout"])
         self.result = {"changed": False, "running": False, "command": []}
 
     def command(self):
@@ -137,34 +137,25 @@ class Iperf3Server:
     def present(self):
         self.check()
         wanted = self.command()
-        state = self.run.load_state()
-        running = self.run.running(state)
-        before = state.get("command", []) if running else []
+        now = self.server.status()
         self.result.update(command=wanted, version=self.version())
-        self.diff(before, wanted)
-        if running and before == wanted:
-            self.result.update(running=True, pid=state["pid"])
+        self.diff(now.command if now.running else [], wanted)
+        if now.runs(wanted):
+            self.result.update(running=True, pid=now.pid)
             return
         self.result["changed"] = True
         if self.module.check_mode:
             return
-        if running:
-            self.run.stop(self.p["stop_timeout"], sig=signal.SIGTERM)
-        state = self.run.start(wanted, {"port": self.p["port"]}, settle=0.3)
-        self.result.update(running=True, pid=state["pid"])
+        self.result.update(running=True, pid=self.server.start(wanted, {"port": self.p["port"]}, now))
 
     def absent(self):
-        state = self.run.load_state()
-        running = self.run.running(state)
-        self.result["command"] = (state or {}).get("command", [])
-        self.diff(self.result["command"] if running else [], [])
-        leftovers = self.run.files()
-        if running or leftovers:
+        now = self.server.status()
+        self.result["command"] = now.command
+        self.diff(now.command if now.running else [], [])
+        if self.server.leftovers(now):
             self.result["changed"] = True
             if not self.module.check_mode:
-                if running:
-                    self.run.stop(self.p["stop_timeout"], sig=signal.SIGTERM)
-                self.run.remove()
+                self.server.stop(now)
 
     def diff(self, before, after):
         if self.module._diff:

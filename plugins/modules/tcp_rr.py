@@ -16,7 +16,8 @@ description:
   - Runs the project's C(xdplab-tcp-rr) (bpf/tcp_rr.c, installed by the role xdplab.testbed.bpf_programs) - one TCP
     connection with C(TCP_NODELAY), one transaction outstanding, 1 byte each way by default, as netperf's TCP_RR.
   - V(present) keeps its server running in the module's network namespace, pinned to O(cpu), detached, its pid and
-    start time in O(run_dir)/O(name).state.json (the same bookkeeping as M(xdplab.testbed.iperf3_server)).
+    start time in O(run_dir)/O(name).state.json (the same bookkeeping as M(xdplab.testbed.iperf3_server), one
+    helper, C(DetachedServer) of C(module_utils/_process.py)).
   - V(absent) stops the server (SIGTERM, then SIGKILL) and removes its files; nothing running is not an error.
   - V(measured) runs the client against O(addr):O(port) for O(warmup) + O(duration) seconds and returns its samples
     (one per O(interval)), their mean and standard deviation, and its latency percentiles. A connection that makes no
@@ -119,19 +120,18 @@ tcp_rr:
 """
 
 import os
-import signal
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _ddos as ddos
-from ansible_collections.xdplab.testbed.plugins.module_utils._process import Process, ProcessError, tail
+from ansible_collections.xdplab.testbed.plugins.module_utils._process import DetachedServer, Process, ProcessError, tail
 
 
 class TcpRr:
     def __init__(self, module):
         self.module = module
         self.p = module.params
-        self.run = Process(self.p["run_dir"], self.p["name"], kind="tcp_rr_server")
+        self.server = DetachedServer(self.p["run_dir"], self.p["name"], "tcp_rr_server", self.p["stop_timeout"])
         self.result = {"changed": False, "command": []}
 
     def check(self):
@@ -149,30 +149,23 @@ class TcpRr:
     def present(self):
         self.check()
         wanted = ddos.server_command(self.p["binary"], self.p["addr"], self.p["port"], self.p["cpu"])
-        state = self.run.load_state()
-        running = self.run.running(state)
-        self.result.update(command=wanted, running=running)
-        if running and state.get("command") == wanted:
-            self.result["pid"] = state["pid"]
+        now = self.server.status()
+        self.result.update(command=wanted, running=now.running)
+        if now.runs(wanted):
+            self.result["pid"] = now.pid
             return
         self.result["changed"] = True
         if self.module.check_mode:
             return
-        if running:
-            self.run.stop(self.p["stop_timeout"], sig=signal.SIGTERM)
-        state = self.run.start(wanted, {"port": self.p["port"]}, settle=0.3)
-        self.result.update(running=True, pid=state["pid"])
+        self.result.update(running=True, pid=self.server.start(wanted, {"port": self.p["port"]}, now))
 
     def absent(self):
-        state = self.run.load_state()
-        running = self.run.running(state)
-        self.result.update(command=(state or {}).get("command", []), running=False)
-        if running or self.run.files():
+        now = self.server.status()
+        self.result.update(command=now.command, running=False)
+        if self.server.leftovers(now):
             self.result["changed"] = True
             if not self.module.check_mode:
-                if running:
-                    self.run.stop(self.p["stop_timeout"], sig=signal.SIGTERM)
-                self.run.remove()
+                self.server.stop(now)
 
     def measured(self):
         self.check()

@@ -6,7 +6,8 @@
 The phases keep their structure; what this kind does in each:
 
     setup    (DUT)        the TCP_RR server (module tcp_rr, pinned to the application CPU: xdplab_dut_cpumap_cpu,
-                          default the first housekeeping CPU) and the system's filter on the DUT port: none (the stack
+                          default the first housekeeping CPU no generator on this machine uses, else the DUT's last
+                          CPU: _ddos.app_cpu) and the system's filter on the DUT port: none (the stack
                           drops the flood as UdpNoPorts), bpf/xdp_ddos_filter.bpf.c (drops the attack port, cpumaps the
                           rest to the application CPU) or xdp-tools' ``xdp-filter`` (``load -p allow``, then ``port
                           -m dst -p udp`` of the attack port: it drops on the receiving CPU and passes the rest there;
@@ -40,13 +41,31 @@ FILTERS = ("none", "program", "xdp_filter")
 FILTER_PROGRAM = "xdp_ddos_filter"
 
 
+def _app_cpu(phases):
+    """(cpu, chosen_because) of the application (_ddos.app_cpu): the generator's CPUs count where the DUT and its
+    generator host are one machine (both in the inventory group vlab): its senders (this DUT's, xdplab_dut_generator
+    over the host's xdplab_generator_cpus), its receive NAPI threads (xdplab_generator_rx_cpus) and the TCP_RR client."""
+    gen = phases.var("__experiment_gen", {})
+    vlab = (phases.var("groups", {}) or {}).get("vlab") or []
+    same_machine = phases.var("inventory_hostname") in vlab and gen.get("host") in vlab
+    senders = list(gen.get("cpus") or [])
+    used = senders + list(phases.host_var(gen.get("host"), "xdplab_generator_rx_cpus", senders) or [])
+    used += list(phases.host_var(gen.get("host"), "xdplab_tcp_rr_client_cpus", senders) or [])
+    try:
+        return _ddos.app_cpu(phases.var("xdplab_dut_cpumap_cpu"), phases.var("xdplab_housekeeping_cpus", []),
+                             phases.var("xdplab_dut_cpus", []), used, same_machine)  # fmt: skip
+    except _ddos.DdosError as exc:
+        raise failure(str(exc)) from exc
+
+
 def _settings(phases):
-    housekeeping = [int(c) for c in phases.var("xdplab_housekeeping_cpus", []) or []]
     system = phases.var("__experiment_systems", {})[phases.var("__experiment_planned")["point"]["system"]]
+    app_cpu, because = _app_cpu(phases)
     return {
         "system": system,
         "filter": system.get("filter", "none"),
-        "app_cpu": int(phases.var("xdplab_dut_cpumap_cpu", (housekeeping + [0])[0])),
+        "app_cpu": app_cpu,
+        "app_cpu_because": because,
         "port": int(phases.var("experiment_ddos_tcp_rr_port", 12865)),
         "attack_port": int(phases.var("experiment_ddos_attack_port", 9)),
         "binary": f"{phases.var('xdplab_bpf_prefix')}/bin/xdplab-tcp-rr",
@@ -194,7 +213,8 @@ class DdosProvider:
         }
         # one machine (the virtual lab): every party's CPU is in the DUT's /proc/stat
         dut["cpus"] = _ddos.cpu_parties(dut.get("cpus") or [], roles)
-        return {"ddos": _ddos.section(side.get("tcp_rr") or {}, dut, attack, v["system"])}
+        app = {"cpu": v["app_cpu"], "chosen_because": v["app_cpu_because"]}
+        return {"ddos": _ddos.section(side.get("tcp_rr") or {}, dut, attack, v["system"], app)}
 
     @staticmethod
     def measure(phases):

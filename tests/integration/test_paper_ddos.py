@@ -37,6 +37,11 @@ def test_paper_ddos_counts_transactions_and_drops_where_each_row_drops(lab_playb
         # every CPU's busy share, with the parties that run there
         assert {c["cpu"] for c in ddos["cpus"]} >= {0, 1}, ddos["cpus"]
         assert any("app" in c["roles"] for c in ddos["cpus"]), ddos["cpus"]
+        # the application's CPU and why (_ddos.app_cpu): on 2 CPUs the generator has the housekeeping CPU 0, so the DUT's
+        app = ddos["app_cpu"]
+        assert "app" in next(c["roles"] for c in ddos["cpus"] if c["cpu"] == app["cpu"]) and app["chosen_because"], app
+        if os.cpu_count() == 2:
+            assert app["cpu"] == 1 and app["chosen_because"].startswith("the DUT's last CPU"), app
         if mpps == 0:
             # the baseline: a connection that makes progress
             assert rr["connected"] and rr["transactions"] > 100 and rr["trans_per_s"] > 100, (system, rr)

@@ -88,6 +88,30 @@ def test_client_and_server_count_the_same_transactions_and_exit_cleanly(tool, pa
     assert extra in (0, 1), (served, summary, recs[1])
 
 
+def test_a_transaction_that_stalls_to_the_end_leaves_every_interval_printed_with_zero(tool, pair):
+    """A starved connection (the DoS experiment's flood; here the server stopped with SIGSTOP) holds one transaction
+    until the run's end: the client still prints each interval of its duration (0 transactions), not one."""
+    srv = start_server(tool)
+    try:
+        cli = subprocess.Popen(["ip", "netns", "exec", NS_CLI, tool, "--connect", f"{SRV_IP}:12865", "--warmup", "0.3",
+                                "--duration", "3", "--interval", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
+        assert json.loads(cli.stdout.readline())["type"] == "start"
+        time.sleep(0.9)
+        srv.send_signal(signal.SIGSTOP)
+        out, err = cli.communicate(timeout=20)
+    finally:
+        srv.send_signal(signal.SIGCONT)
+        srv.send_signal(signal.SIGTERM)
+        srv.communicate(timeout=10)
+    assert cli.returncode == 0, err
+    recs = lines(out)
+    intervals = [r for r in recs if r["type"] == "interval"]
+    assert len(intervals) == 6 and sum(r["interval_s"] for r in intervals) == pytest.approx(3.0, abs=0.01), recs
+    assert intervals[0]["transactions"] > 0 and [r["transactions"] for r in intervals[-2:]] == [0, 0], recs
+    assert recs[-1]["type"] == "summary" and recs[-1]["transactions"] == sum(r["transactions"] for r in intervals)
+
+
 def test_client_ends_on_sigint_with_a_summary_and_counts_zero_without_a_server(tool, pair):
     cli = subprocess.Popen(["ip", "netns", "exec", NS_CLI, tool, "--connect", f"{SRV_IP}:12866", "--duration", "30",
                             "--interval", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip

@@ -123,7 +123,7 @@ DDOS_SYSTEMS = {"ddos_none": {"impl": "ddos", "filter": "none", "drop_at": "stac
 GOOD = {"tcp_rr_port": 12865, "attack_port": 9, "max_pps": 16000000, "mtu": 1500}
 
 
-def ddos_input_errors(tmp, ddos_input=None, mpps=(0, 1), packet_len=(64,), system="ddos_none"):
+def ddos_input_errors(tmp, ddos_input=None, mpps=(0, 1), packet_len=(64,), system="ddos_none", dut=None):
     from ansible_collections.xdplab.testbed.plugins.filter.experiment_input import experiment_input_errors
     from ansible_collections.xdplab.testbed.tests.unit.test_input_checks import IMPLS, _dut, _gen
 
@@ -133,13 +133,25 @@ def ddos_input_errors(tmp, ddos_input=None, mpps=(0, 1), packet_len=(64,), syste
             "experiment_latency_max_pps": 1000000, "experiment_ddos": dict(GOOD, **(ddos_input or {}))}  # fmt: skip
     matrix = {"system": [system], "cores": [1], "packet_len": list(packet_len), "offered_mpps": list(mpps)}
     return experiment_input_errors(
-        opts, matrix, _dut(), _gen(), IMPLS + ["ddos"], backends=["xdp_live"], touch_modes=["no_touch"],
+        opts, matrix, _dut(**(dut or {})), _gen(), IMPLS + ["ddos"], backends=["xdp_live"], touch_modes=["no_touch"],
         tcp_programs=["none"], afxdp_binds=["skb", "drv_copy"], generators=["tg"], vlab=["dut", "tg"], online_cpus="0-1",
     )  # fmt: skip
 
 
 def test_good_ddos_input_passes(tmp_path):
     assert ddos_input_errors(tmp_path) == []
+
+
+def test_an_app_cpu_that_is_not_a_cpu_number_is_refused(tmp_path):
+    assert ddos_input_errors(tmp_path, dut={"xdplab_dut_cpumap_cpu": "1"}) == []
+    assert ddos_input_errors(tmp_path, dut={"xdplab_dut_cpumap_cpu": 0}) == []
+    assert ddos_input_errors(tmp_path, dut={"xdplab_dut_cpumap_cpu": "first"}) == [
+        "dut: xdplab_dut_cpumap_cpu: \"first\" is not a CPU number: it is the DoS experiment's application CPU (the "
+        "TCP_RR server's and xdp_ddos_filter's cpumap target); name one CPU of dut, or leave it out for the default (the "
+        "first housekeeping CPU that no generator on this machine uses, else the DUT's last CPU)"
+    ]
+    # another experiment's matrix: not this check's (the forwarding experiment's cpumap CPU has its own)
+    assert ddos_input_errors(tmp_path, system="xdp", dut={"xdplab_dut_cpumap_cpu": "first"}) == []
 
 
 def test_attack_port_equal_to_the_tcp_rr_port_is_refused(tmp_path):
@@ -274,3 +286,101 @@ def test_the_peer_row_loads_xdp_filter_on_the_attack_port_and_the_record_gets_it
     assert section["tcp_rr"]["trans_per_s"] == 100.0 and section["drop_at"] == "driver"
     assert section["attack"] == {"port": 9, "offered_pps": 100000, "achieved_pps": 99000.0, "to": "dut"}
     assert section["cpus"][0]["roles"] == ["app", "client", "generator"] and section["cpus"][1]["roles"] == ["dut"]
+    assert section["app_cpu"]["cpu"] == 0 and "the generator is another machine" in section["app_cpu"]["chosen_because"]
+
+
+# -- the application's CPU (_ddos.app_cpu; the provider's _app_cpu): the generator's CPUs on the same machine -------
+def test_the_app_cpu_on_hardware_is_the_first_housekeeping_cpu():
+    # inventories/lab: the generator is another machine, so its CPUs 2-7 do not matter on the DUT
+    cpu, why = ddos.app_cpu(None, [0], [1, 2, 3, 4, 5], [2, 3, 4, 5, 6, 7], same_machine=False)
+    assert cpu == 0 and why == "the first of xdplab_housekeeping_cpus [0] (the generator is another machine)"
+    # no housekeeping CPU named (inventories/lab as shipped: all six cores are the DUT's): the DUT's last
+    cpu, why = ddos.app_cpu(None, [], [0, 1, 2, 3, 4, 5], [2, 3, 4, 5, 6, 7], same_machine=False)
+    assert cpu == 5 and why == "the DUT's last CPU (xdplab_dut_cpus [0, 1, 2, 3, 4, 5]): xdplab_housekeeping_cpus is empty"
+
+
+def test_the_app_cpu_on_the_2_cpu_vlab_is_the_duts_when_housekeeping_is_the_generators():
+    # 2 CPUs: housekeeping, sender, receive NAPI and client all on CPU 0; the DUT on CPU 1
+    cpu, why = ddos.app_cpu(None, [0], [1], [0, 0, 0], same_machine=True)
+    assert cpu == 1
+    assert why == (
+        "the DUT's last CPU (xdplab_dut_cpus [1]): every CPU of xdplab_housekeeping_cpus [0] is also a generator's on "
+        "this machine ([0]), so the application shares the DUT's CPU, not the generator's, as two machines would"
+    )
+
+
+def test_the_app_cpu_on_a_4_cpu_vlab_is_the_housekeeping_cpu_no_generator_uses():
+    # 4 CPUs (the layout): housekeeping 0, DUT 1, generator 2, generator_rx 3
+    cpu, why = ddos.app_cpu(None, [0], [1], [2, 3, 2], same_machine=True)
+    assert cpu == 0 and why.startswith("the first of xdplab_housekeeping_cpus [0] that no generator on this machine")
+    assert "receive NAPI and TCP_RR client: [2, 3])" in why
+    # housekeeping 0 and 5, CPU 0 also a generator's (a mapping that shares it): the next housekeeping CPU
+    assert ddos.app_cpu(None, [0, 5], [1, 2], [0, 3, 4], same_machine=True)[0] == 5
+
+
+def test_an_explicit_app_cpu_wins_and_a_bad_one_is_refused():
+    assert ddos.app_cpu(1, [0], [1], [0], same_machine=True) == (1, "xdplab_dut_cpumap_cpu")
+    assert ddos.app_cpu("0", [0], [1], [0], same_machine=True) == (0, "xdplab_dut_cpumap_cpu")
+    with pytest.raises(ddos.DdosError, match="xdplab_dut_cpumap_cpu: 'first' is not a CPU number"):
+        ddos.app_cpu("first", [0], [1], [0], same_machine=True)
+    with pytest.raises(ddos.DdosError, match="xdplab_dut_cpus is empty"):
+        ddos.app_cpu(None, [0], [], [0], same_machine=True)
+
+
+VLAB = {"groups": {"vlab": ["dut", "tg"]}, "inventory_hostname": "dut", "xdplab_dut_cpus": [1]}
+
+
+@pytest.mark.parametrize(
+    ("variables", "cpu", "because"),
+    [
+        ({}, 0, "the first of xdplab_housekeeping_cpus [0] (the generator is another machine)"),
+        (VLAB, 1, "the DUT's last CPU (xdplab_dut_cpus [1]): every CPU"),
+        (dict(VLAB, **{"__experiment_gen": {"host": "tg", "interface": "veth-tg0", "cpus": [2]},
+                       "tg.xdplab_generator_rx_cpus": [3]}), 0, "no generator on this machine uses"),
+        (dict(VLAB, **{"__experiment_gen": {"host": "tg", "interface": "veth-tg0", "cpus": [2]},
+                       "tg.xdplab_generator_rx_cpus": [3], "tg.xdplab_tcp_rr_client_cpus": [0]}), 1, "the DUT's last"),
+        (dict(VLAB, xdplab_dut_cpumap_cpu="1"), 1, "xdplab_dut_cpumap_cpu"),
+    ],
+    ids=["hardware", "vlab-2-cpus", "vlab-4-cpus", "vlab-4-cpus-client-on-housekeeping", "explicit"],
+)  # fmt: skip
+def test_the_provider_pins_the_server_and_the_cpumap_to_the_app_cpu_and_records_why(variables, cpu, because):
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_ddos import DdosProvider
+
+    ph = FakeDdosPhases("xdp_ddos_filter", rate_pps=500000, variables=variables)
+    program = DdosProvider.setup(ph)
+    (_server, srv_args), (_attach, xdp_args) = ph.calls
+    assert srv_args["cpu"] == cpu and xdp_args["variables"]["app_cpu"] == cpu and program["app_cpu"] == cpu
+    assert list(xdp_args["map_entries"]["cpu_map"]) == [str(cpu)]
+    ph.state["side"] = DdosProvider.side_collect(ph)
+    ph.state["measured"] = {"dut": {"cpus": [{"cpu": 0, "busy": 1.0}, {"cpu": 1, "busy": 2.0}]}}
+    section = DdosProvider.record_extra(ph, {"offered_pps": 1.0})["ddos"]
+    assert section["app_cpu"]["cpu"] == cpu and because in section["app_cpu"]["chosen_because"]
+    assert "app" in section["cpus"][cpu]["roles"]
+
+
+def test_a_bad_explicit_app_cpu_fails_the_phase_before_anything_changes():
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_ddos import DdosProvider
+    from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PhaseFailure
+
+    ph = FakeDdosPhases("xdp_ddos_filter", variables={"xdplab_dut_cpumap_cpu": "first"})
+    with pytest.raises(PhaseFailure, match="'first' is not a CPU number"):
+        DdosProvider.setup(ph)
+    assert ph.calls == []
+
+
+def test_the_report_says_which_application_cpu_and_why(tmp_path, capsys):
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.xdplab.testbed.plugins.modules import ddos_report
+
+    why = "the DUT's last CPU (xdplab_dut_cpus [1]): every CPU of xdplab_housekeeping_cpus [0] is also a generator's"
+    recs = [_rec("ddos_none", 0, 10000), _rec("ddos_none", 1000000, 2, 800000)]
+    for rec in recs:
+        rec["ddos"]["app_cpu"] = {"cpu": 1, "chosen_because": why}
+    older = _rec("ddos_none", 2000000, 0, 800000)  # a record from before app_cpu was recorded: no line of its own
+    (tmp_path / "trials.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*recs, older]))
+    with patch_module_args({"results": str(tmp_path / "trials.jsonl")}), pytest.raises(SystemExit):
+        ddos_report.main()
+    out = json.loads(capsys.readouterr().out)
+    line = f"Application CPU (the TCP_RR server's, xdp_ddos_filter's cpumap target): CPU 1, {why}."
+    assert out["markdown"].count("Application CPU") == 1 and line in out["markdown"]
+    assert line in (tmp_path / "ddos.md").read_text()
