@@ -498,7 +498,7 @@ def test_a_nothing_forwarded_trial_is_a_failed_record_with_its_counts_and_no_rat
     records, warnings = _report.read_records(json.dumps(failed) + "\n" + json.dumps(rec) + "\n")
     assert [r["status"] for r in records] == ["ok"] and not warnings
     # a verdict that is not nothing_forwarded's is an error naming what to pass
-    with pytest.raises(_record.RecordError, match="failure.verdict must be what nothing_forwarded"):
+    with pytest.raises(_record.RecordError, match=r"failure\.verdict must be what nothing_forwarded"):
         _record.build_record("x", TRIAL, "failed", failure={"task": "t", "error": "e", "verdict": {"verdict": "odd"}})
     bad = copy.deepcopy(failed)
     bad["failure"]["verdict"]["stopped_at"] = "somewhere"
