@@ -13,7 +13,9 @@ import os
 
 import jsonschema
 import pytest
+from ansible.module_utils.testing import patch_module_args
 from ansible_collections.xdplab.testbed.plugins.module_utils import _record
+from ansible_collections.xdplab.testbed.plugins.modules import experiment_report
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._trial import PhaseFailure, Phases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -113,3 +115,46 @@ def test_a_trial_whose_far_side_got_nothing_is_recorded_failed_with_its_verdict(
            __experiment_failure={"task": "Stop", "error": "the generator died", "process": None}).failed()  # fmt: skip
     (written,) = records(other)
     assert "verdict" not in written["failure"] and "result" not in written and "forwarding" not in written
+
+
+def report(tmp_path, lines, capsys):
+    path = tmp_path / "trials.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    args = {"results": str(path), "dest": str(tmp_path / "report"), "title": "paper_forward"}
+    with patch_module_args(args), pytest.raises(SystemExit):
+        experiment_report.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_report_names_a_trial_that_was_not_a_rate_and_leaves_it_out_of_the_table(tmp_path, capsys):
+    rec = FORWARD["linux_forward"]
+    state = trial_state(rec, 0.0)
+    with pytest.raises(PhaseFailure) as raised:
+        Phases.forwarded_check(state["measured"]["measurement"], state["generator"]["summary"])
+    failed_result = dict(state, failed=True, msg=raised.value.result["msg"], verdict=raised.value.result["verdict"])
+    made = tmp_path / "made"
+    made.mkdir()
+    phases(made, failed_result, ansible_failed_result=failed_result,
+           __experiment_failure={"task": "Stop", "error": raised.value.result["msg"], "process": None}).failed()  # fmt: skip
+    (failed,) = records(made)
+    other = FORWARD["xdp_tx"]
+    # the normal report: the two real records, no section
+    (tmp_path / "a").mkdir()
+    normal = report(tmp_path / "a", [rec, other], capsys)
+    assert normal["trials"] == 2 and normal["not_measured"] == []
+    assert "not a rate" not in normal["markdown"]
+    # with the failed trial of another point beside them: named in its own section, the table as before
+    failed["trial_id"], failed["point"] = "other", dict(rec["point"], cores=2)
+    (tmp_path / "b").mkdir()
+    out = report(tmp_path / "b", [rec, failed, other], capsys)
+    assert out["trials"] == 2 and out["rows"] == normal["rows"]
+    assert [(m["trial_id"], m["point"]["cores"]) for m in out["not_measured"]] == [("other", 2)]
+    assert out["not_measured"][0]["error"].startswith("nothing came back")
+    section = out["markdown"].split("### Trials that were not a rate", 1)[1]
+    assert "| linux_forward | %s | 2 | 1 | 1.703 | 0 |" % rec["point"]["packet_len"] in section
+    assert "after_dut: after the DUT: it sent the frames and the generator's receive ports counted none" in section
+    # a re-run that measured it (an ok record of the same trial later in the file): no longer named
+    measured = dict(copy.deepcopy(rec), trial_id="other", point=failed["point"])
+    (tmp_path / "c").mkdir()
+    out = report(tmp_path / "c", [rec, failed, other, measured], capsys)
+    assert out["not_measured"] == [] and "not a rate" not in out["markdown"]
