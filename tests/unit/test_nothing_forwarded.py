@@ -158,3 +158,27 @@ def test_the_report_names_a_trial_that_was_not_a_rate_and_leaves_it_out_of_the_t
     (tmp_path / "c").mkdir()
     out = report(tmp_path / "c", [rec, failed, other, measured], capsys)
     assert out["not_measured"] == [] and "not a rate" not in out["markdown"]
+
+
+def test_no_recorded_trial_of_docs_results_would_have_been_a_verdict():
+    """The rule against every real record in docs/results: the forwarding trials (paper_forward, paper_routing, paper_lb,
+    paper_latency) all came back above the share, and the drop and DoS trials (the flood to a closed port returns
+    nothing by design) have no forwarding section to check."""
+    results = os.path.join(HERE, "..", "..", "docs", "results")
+    checked, unchecked = 0, set()
+    for directory, _dirs, files in os.walk(results):
+        if "trials.jsonl" not in files:
+            continue
+        with open(os.path.join(directory, "trials.jsonl")) as f:
+            for line in f:
+                rec = json.loads(line)
+                if rec.get("status") != "ok":
+                    continue
+                if "forwarding" not in rec:
+                    unchecked.add(rec["experiment"])
+                    continue
+                verdict = _record.nothing_forwarded(rec["forwarding"], rec["generator"], rec["result"]["window"])
+                assert verdict is None, (directory, rec["point"], verdict)
+                checked += 1
+    assert checked >= 60, checked
+    assert {"paper_ddos", "paper_drop"} <= unchecked, unchecked
