@@ -599,12 +599,12 @@ class Phases:
         program = self.program() if trial else {}
         failure = self.var("__experiment_failure")
         verdict = failed_result.get("verdict") if isinstance(failed_result, dict) and trial else None
-        measurement = None
+        measurement = cpu = None
         if isinstance(verdict, dict):
             # a forwarding trial that ran to its end and got nothing back: its verdict, measurement and forwarding
             # section (what each side counted) and the generator's summary are kept
             failure = dict(failure or {}, verdict=verdict)
-            measurement = (failed_result.get("measured") or {}).get("measurement")
+            measurement, cpu = (failed_result.get("measured") or {}).get("measurement"), failed_result.get("cpu")
             partial = (failed_result.get("generator") or {}).get("summary")
         args = {
             "path": self.var("__experiment_records"),
@@ -614,6 +614,7 @@ class Phases:
             "started_at": (trial or {}).get("started_at"),
             "failure": failure,
             "measurement": measurement,
+            "cpu": cpu if isinstance(cpu, dict) else None,
             "generator": partial if isinstance(partial, dict) else None,
             "provenance": self.provenance(
                 dict(systems[name], name=name) if name in systems else {}, program, self.var("__experiment_gen_provenance")

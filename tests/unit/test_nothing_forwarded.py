@@ -47,7 +47,10 @@ def trial_state(rec, received_pps):
     measurement["details"] = dict(measurement.get("details") or {}, forwarding=fwd)
     trial = {"id": rec["trial_id"], "record": {"trial_id": rec["trial_id"], "point": rec["point"], "repetition": 1},
              "started_at": rec["started_at"], "system": {"name": "linux_forward"}}  # fmt: skip
-    return {"trial": trial, "measured": {"measurement": measurement}, "generator": {"summary": copy.deepcopy(rec["generator"])}}
+    with open(os.path.join(HERE, "fixtures", "report", "cpu_usage_vlab.json")) as f:
+        cpu = json.load(f)  # a real cpu_usage result of this machine
+    return {"trial": trial, "measured": {"measurement": measurement}, "cpu": cpu,
+            "generator": {"summary": copy.deepcopy(rec["generator"])}}  # fmt: skip
 
 
 def phases(tmp_path, state, **more):
@@ -107,6 +110,7 @@ def test_a_trial_whose_far_side_got_nothing_is_recorded_failed_with_its_verdict(
     assert written["failure"]["verdict"] == failure["verdict"] and written["failure"]["error"] == failure["msg"]
     assert written["forwarding"]["received_pps"] == 0.0 and written["forwarding"]["dut"] == rec["forwarding"]["dut"]
     assert written["generator"]["offered_pps"] == rec["generator"]["offered_pps"]
+    assert written["result"]["cpu"] == failed_result["cpu"]["per_cpu"] and written["result"]["cpu_busy"] is not None
     # another failure (no verdict) is recorded as before: no measurement, the partial summary only
     other = tmp_path / "other"
     other.mkdir()
