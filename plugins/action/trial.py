@@ -48,6 +48,9 @@ class ActionModule(ActionBase):
                     result[key] = failure[key]
             if isinstance(failure.get("summary"), dict):
                 result["generator_summary"] = failure["summary"]
+            # a forwarding trial whose far side got nothing back: its verdict, for the failed trial's record
+            if isinstance(failure.get("verdict"), dict):
+                result["verdict"] = failure["verdict"]
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result.update({k: phases.state[k] for k in STATE_KEYS if k in phases.state})

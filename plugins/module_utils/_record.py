@@ -61,6 +61,51 @@ LOSS_PLACES = {
     LOST_AT_FAR_SIDE: "at the far side: the DUT sent the frames and the generator's receive ports refused or lost them",
 }
 
+# A forwarding trial whose far side got nothing back (h35v, issue 25's leftover): the generator offered frames and the
+# generator's receive ports counted under this share of them. Not a rate but a broken path (a redirect to a port with
+# no peer, a missing neighbour, a wrong MAC, a DUT that did not forward): recorded as a failed trial whose failure
+# carries the verdict (NOTHING_FORWARDED, where the frames stopped, what to check). 0.1 %: a path that works returned
+# at least 3 % of what was offered in every forwarding trial recorded so far (62 trials in docs/results; the lowest,
+# 3.06 %, Linux forwarding offered 4.5 Mpps on the virtual lab), and stray frames (neighbour discovery, ARP) on the
+# receive ports stay far under 0.1 % of any offered rate the experiments use.
+NOTHING_FORWARDED = "nothing_forwarded"
+FORWARDED_SHARE_MIN = 0.001
+# where the frames of such a trial stopped (failure.verdict.stopped_at), from the forwarding section's counts
+STOPPED_BEFORE_DUT = "before_dut"
+STOPPED_IN_DUT = "in_dut"
+STOPPED_AT_EGRESS_PEER = "dut_egress_peer"
+STOPPED_AFTER_DUT = "after_dut"
+STOPPED_UNKNOWN = "unknown"
+STOPPED_PLACES = {
+    STOPPED_BEFORE_DUT: (
+        "before the DUT: its ingress port counted none of the frames the generator offered",
+        "the cabling (the generator's sending interface and the DUT port's peer), that the DUT port is up, and the "
+        "destination MAC the generator writes (xdplab_dut_mac)",
+    ),
+    STOPPED_IN_DUT: (
+        "in the DUT: its ingress port received the frames and none was sent on",
+        "the system's forwarding target (XDP_REDIRECT's devmap entry or egress ifindex, XDP_TX's action), for a router "
+        "the route and the neighbour of the return address (bpf_fib_lookup's result, `ip route get`, ip_forward), and "
+        "the drop counters of forwarding.dut.per_port",
+    ),
+    STOPPED_AT_EGRESS_PEER: (
+        "at the DUT's egress: its ports sent none of the frames and their peers refused them",
+        "that the egress port and its peer are up and can take redirected frames (on veth: an XDP program or GRO on "
+        "the peer; forwarding.dut.per_port's tx_dropped and xdp_xmit_errors)",
+    ),
+    STOPPED_AFTER_DUT: (
+        "after the DUT: it sent the frames and the generator's receive ports counted none",
+        "the destination MAC the DUT writes (its neighbour entry of the return address, the system's dst MAC), the "
+        "cabling of the return port (forwarding.return_port) and that the far side's counting program is attached "
+        "on forwarding.receive_ports",
+    ),
+    STOPPED_UNKNOWN: (
+        "unknown: the DUT's ports counted nothing (a port bound to DPDK has no kernel counters)",
+        "the forwarding process's own counters (its output), the destination MAC it writes and the cabling of the "
+        "return port (forwarding.return_port)",
+    ),
+}
+
 # what the record keeps of the generator's summary: everything but the per-interval records
 GENERATOR_DROP_KEYS = ("intervals",)
 # what the record keeps of cpu_usage's result beside per_cpu: not Ansible's keys, not the raw snapshot
@@ -244,6 +289,75 @@ def forwarding_verdict(loss, forwarding, cpu_layout=None):
     return loss
 
 
+def _rate(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def nothing_forwarded(forwarding, generator_summary, window=None, share=FORWARDED_SHARE_MIN):
+    """The verdict of a forwarding trial whose far side got nothing back, or None (a rate was measured).
+
+    ``forwarding``: the record's forwarding section (_forwarding.forwarding_section); ``generator_summary`` and
+    ``window``: loss_verdict()'s, for the offered load over the far side's window. The verdict is given when the
+    generator offered frames and the far side received under ``share`` of them (FORWARDED_SHARE_MIN). Where the frames
+    stopped comes from the DUT's own counts in the section: its ingress port's rx (none: before the DUT), its ports' tx
+    and what their peers refused (neither: in the DUT; only refused: at the egress peer), else after the DUT.
+    Returns {verdict, stopped_at, where, check, offered_pps, received_pps, share_min, dut: {received_pps, sent_pps,
+    refused_by_peer_pps}} (failure.verdict of the schema); a record without a forwarding section (a drop or DoS
+    experiment) never has one.
+    """
+    if not isinstance(forwarding, dict) or not isinstance(generator_summary, dict):
+        return None
+    if not generator_summary.get("offered_pps"):
+        return None
+    offered = loss_verdict(0, generator_summary, window)["offered_pps"]
+    received = _rate(forwarding.get("received_pps"))
+    if offered <= 0 or received >= share * offered:
+        return None
+    dut = forwarding.get("dut") or {}
+    dut_rx, dut_tx, refused = (_rate(dut.get(k)) for k in ("received_pps", "sent_pps", "refused_by_peer_pps"))
+    if not dut.get("per_port") and not (dut_rx or dut_tx or refused):
+        stopped = STOPPED_UNKNOWN
+    elif dut_rx < share * offered:
+        stopped = STOPPED_BEFORE_DUT
+    elif dut_tx + refused < share * dut_rx:
+        stopped = STOPPED_IN_DUT
+    elif dut_tx < share * dut_rx:
+        # (only where nothing was sent: veth counts an XDP_TX frame that arrived in tx_dropped too, a working
+        # xdp_tx trial's refused_by_peer_pps equals its sent_pps)
+        stopped = STOPPED_AT_EGRESS_PEER
+    else:
+        stopped = STOPPED_AFTER_DUT
+    where, check = STOPPED_PLACES[stopped]
+    return {
+        "verdict": NOTHING_FORWARDED,
+        "stopped_at": stopped,
+        "where": where,
+        "check": check,
+        "offered_pps": offered,
+        "received_pps": received,
+        "share_min": share,
+        "dut": {"received_pps": dut_rx, "sent_pps": dut_tx, "refused_by_peer_pps": refused},
+    }
+
+
+def nothing_forwarded_error(verdict):
+    """The failed trial's error (failure.error, the run summary's line) of a nothing_forwarded verdict."""
+    return (
+        "nothing came back: the generator offered %.0f pps and the far side received %.0f pps (under %g %% of it: not a "
+        "rate); the frames stopped %s (DUT ingress rx %.0f pps, DUT tx %.0f pps, refused by its peers %.0f pps). Check %s"
+        % (
+            verdict["offered_pps"],
+            verdict["received_pps"],
+            100 * verdict["share_min"],
+            verdict["where"],
+            verdict["dut"]["received_pps"],
+            verdict["dut"]["sent_pps"],
+            verdict["dut"]["refused_by_peer_pps"],
+            verdict["check"],
+        )
+    )
+
+
 def aggregate_limit(limits):
     """One limit for the repetitions of a point from their recorded verdicts.
 
@@ -333,7 +447,18 @@ def _failure(failure):
         if not isinstance(process, dict):
             raise RecordError("failure.process must be the {pid, exit_status, signal, signal_name, stderr_tail} of contract 4")
         process = {k: copy.deepcopy(process.get(k)) for k in PROCESS_KEYS}
-    return {"task": str(failure.get("task") or ""), "error": error or "", "process": process or None}
+    out = {"task": str(failure.get("task") or ""), "error": error or "", "process": process or None}
+    verdict = failure.get("verdict")
+    if verdict is not None:
+        # a trial that ran to its end and was not a measurement (nothing_forwarded): the verdict and its counts
+        known = isinstance(verdict, dict) and verdict.get("verdict") == NOTHING_FORWARDED
+        if not known or verdict.get("stopped_at") not in STOPPED_PLACES:
+            raise RecordError(
+                "failure.verdict must be what nothing_forwarded() returns ({verdict: %s, stopped_at, where, check, ...}), "
+                "got %r" % (NOTHING_FORWARDED, verdict)
+            )
+        out["verdict"] = copy.deepcopy(verdict)
+    return out
 
 
 def _trial(trial):

@@ -82,6 +82,59 @@ def load(path, link_speed_gbit=None):
         return read_records(f.read(), path, link_speed_gbit)
 
 
+def not_measured(text, source="<text>"):
+    """The trials of a trials.jsonl text that ran to their end and were not a rate (h35v): failed records whose failure
+    carries a verdict (a forwarding trial whose far side got nothing back, _record.nothing_forwarded), unless a later
+    record of the same trial is ok (a re-run measured it). In file order; unreadable lines are read_records' warnings."""
+    numbered, _warnings = _jsonl.parse_numbered(text, source)
+    measured = {rec.get("trial_id") for _n, rec in numbered if rec.get("status", _record.STATUS_OK) == _record.STATUS_OK}
+    out = []
+    for _number, rec in numbered:
+        verdict = (rec.get("failure") or {}).get("verdict") if rec.get("status") == _record.STATUS_FAILED else None
+        if isinstance(verdict, dict) and rec.get("trial_id") not in measured:
+            out.append(rec)
+    return out
+
+
+def not_measured_markdown(records):
+    """The report's section naming the trials that were not a rate (not_measured), or "" when there is none."""
+    if not records:
+        return ""
+    lines = [
+        "### Trials that were not a rate",
+        "",
+        "Recorded with status failed (a re-run retries them) and left out of the table above: the far side received "
+        "under %g %% of what the generator offered." % (100 * _record.FORWARDED_SHARE_MIN),
+        "",
+        "| system | size | cores | rep | offered Mpps | received pps | DUT rx / tx Mpps | stopped | check |",
+        "|---|---:|---:|---:|---:|---:|---|---|---|",
+    ]
+    for rec in records:
+        point, verdict = rec.get("point") or {}, rec["failure"]["verdict"]
+        dut = verdict.get("dut") or {}
+        system = point.get("system", "?") if not point.get("action") else "%s %s" % (point.get("system", "?"), point["action"])
+        cells = [
+            system,
+            _fmt(point.get("packet_len")),
+            _fmt(point.get("cores")),
+            _fmt(rec.get("repetition")),
+            _fmt((verdict.get("offered_pps") or 0) / 1e6, "%.3f"),
+            _fmt(verdict.get("received_pps"), "%.0f"),
+            "%s / %s" % (_fmt((dut.get("received_pps") or 0) / 1e6, "%.3f"), _fmt((dut.get("sent_pps") or 0) / 1e6, "%.3f")),
+            "%s: %s" % (verdict.get("stopped_at"), verdict.get("where")),
+            verdict.get("check"),
+        ]
+        lines.append("| %s |" % " | ".join(str(c).replace("|", "/") for c in cells))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def load_not_measured(path):
+    """not_measured of a file."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return not_measured(f.read(), path)
+
+
 def load_reference(text, column):
     """{cores: Mpps} from one column of a reference CSV of the paper (pps values)."""
     out = {}

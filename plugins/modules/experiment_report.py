@@ -268,6 +268,17 @@ trials:
   description: Number of trial records read (of every DUT, with O(side_by_side)).
   returned: always
   type: int
+not_measured:
+  description:
+    - Trials that ran to their end and were not a rate - forwarding trials whose far side received under 0.1 % of what
+      the generator offered, recorded with status failed and C(failure.verdict) - and that no later record measured.
+    - They are left out of the table and named in the Markdown's section "Trials that were not a rate".
+  returned: without O(side_by_side)
+  type: list
+  elements: dict
+  sample:
+    - {trial_id: 3f2a9c, point: {system: xdp_redirect, packet_len: 64, cores: 1}, repetition: 1,
+       error: "nothing came back: the generator offered 1702759 pps and the far side received 0 pps ..."}
 ratios:
   description:
     - The ratio rows (O(ratios)), C(ratios.csv)'s rows with C(per), a mapping of each C(per) axis to its value.
@@ -517,6 +528,10 @@ class ExperimentReport:
         route_tables = fib_routes.routing_markdown(records)
         if route_tables:
             markdown = markdown.rstrip("\n") + "\n\n" + route_tables
+        # forwarding trials whose far side got nothing back (failed, with a verdict): named, not a rate (h35v)
+        not_measured = report.load_not_measured(self.p["results"])
+        if not_measured:
+            markdown = markdown.rstrip("\n") + "\n\n" + report.not_measured_markdown(not_measured)
         csv_text = report.to_csv(rows)
         dest = self.p["dest"] or os.path.dirname(os.path.abspath(self.p["results"]))
         files, changed = self._write_tables(dest, "report", csv_text, markdown)
@@ -535,6 +550,10 @@ class ExperimentReport:
             csv=csv_text,
             files=files,
             trials=len(records),
+            not_measured=[
+                {"trial_id": r["trial_id"], "point": r["point"], "repetition": r["repetition"], "error": r["failure"]["error"]}
+                for r in not_measured
+            ],
             skipped_lines=len(warnings),
             figures=pngs,
             figure_details=[f.summary() for f in drawn],

@@ -52,7 +52,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.xdplab.testbed.plugins.filter import lab_math
 from ansible_collections.xdplab.testbed.plugins.module_utils import _cpu_usage as cpu_usage
-from ansible_collections.xdplab.testbed.plugins.module_utils import _systems
+from ansible_collections.xdplab.testbed.plugins.module_utils import _record, _systems
 from ansible_collections.xdplab.testbed.plugins.module_utils import _trial_record as trial_record
 from ansible_collections.xdplab.testbed.plugins.plugin_utils import _in_worker, _kind_af_xdp, _kind_ddos, _kind_dpdk, _kind_lb
 from ansible_collections.xdplab.testbed.plugins.plugin_utils._kind_forward import ForwardProvider
@@ -529,6 +529,7 @@ class Phases:
         phase after the latency experiment's sink was read)."""
         trial, measured = self.trial, self.measured()
         summary = self.state["generator"].get("summary") or {}
+        self.forwarded_check(measured.get("measurement"), summary)
         gen_provenance = dict(
             self.var("__experiment_gen_provenance", {}),
             backend=summary.get("backend", self.var("__experiment_gen")["backend"]),
@@ -571,6 +572,20 @@ class Phases:
             f"{float(result.get('cpu_busy') or 0):.1f} %"
         )
 
+    @staticmethod
+    def forwarded_check(measurement, summary):
+        """A forwarding trial whose far side got nothing back is not a measurement (h35v): the phase fails with the
+        verdict (where the frames stopped, what to check), and the rescue's phase failed records it with status failed,
+        its measurement and forwarding section kept (not a rate: the report leaves failed trials out, the run's summary
+        names it). Trials without a forwarding section (drop, DoS) are not checked."""
+        forwarding = ((measurement or {}).get("details") or {}).get("forwarding") if isinstance(measurement, dict) else None
+        try:
+            verdict = _record.nothing_forwarded(forwarding, summary, measurement.get("window") if forwarding else None)
+        except _record.RecordError:
+            return  # a malformed summary: the record's own checks say so
+        if verdict:
+            raise PhaseFailure({"failed": True, "msg": _record.nothing_forwarded_error(verdict), "verdict": verdict})
+
     def failed(self):
         """Record the failed trial (a re-run retries it): the failed task, its error, the process's exit and what a
         generator that died had sent."""
@@ -582,13 +597,24 @@ class Phases:
         name = planned["point"]["system"]
         trial = self.state.get("trial") if (self.state.get("trial") or {}).get("id") == planned["trial_id"] else None
         program = self.program() if trial else {}
+        failure = self.var("__experiment_failure")
+        verdict = failed_result.get("verdict") if isinstance(failed_result, dict) and trial else None
+        measurement = cpu = None
+        if isinstance(verdict, dict):
+            # a forwarding trial that ran to its end and got nothing back: its verdict, measurement and forwarding
+            # section (what each side counted) and the generator's summary are kept
+            failure = dict(failure or {}, verdict=verdict)
+            measurement, cpu = (failed_result.get("measured") or {}).get("measurement"), failed_result.get("cpu")
+            partial = (failed_result.get("generator") or {}).get("summary")
         args = {
             "path": self.var("__experiment_records"),
             "experiment": self.var("experiment_name"),
             "trial": planned,
             "status": "failed",
             "started_at": (trial or {}).get("started_at"),
-            "failure": self.var("__experiment_failure"),
+            "failure": failure,
+            "measurement": measurement,
+            "cpu": cpu if isinstance(cpu, dict) else None,
             "generator": partial if isinstance(partial, dict) else None,
             "provenance": self.provenance(
                 dict(systems[name], name=name) if name in systems else {}, program, self.var("__experiment_gen_provenance")

@@ -137,3 +137,36 @@ def test_a_far_side_that_fails_leaves_no_background_job(skip_tags, tmp_path):
     assert not [n for n in (os.listdir(jobs) if os.path.isdir(jobs) else []) if record["trial_id"] in n]
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
     assert not [line for line in ps.splitlines() if playbook in line], ps
+
+
+@pytest.mark.root
+def test_a_forwarding_trial_whose_frames_go_nowhere_is_not_a_rate(skip_tags, tmp_path):
+    """h35v (issue 25's leftover): a forwarding trial whose far side got nothing back is not recorded as a rate of 0.
+    The broken path, cheaply: XDP_REDIRECT to the egress port (veth-dut1) while the far side counts at the generator's
+    own port (return_port ingress, as XDP_TX's): the frames leave the DUT by a port nobody counts, or its peer refuses
+    them. The trial is recorded failed with the verdict nothing_forwarded, its measurement and forwarding section kept
+    and no limit verdict; the run's summary names it with where the frames stopped."""
+    nowhere = {"impl": "forward", "forward": "xdp_redirect", "return_port": "ingress", "label": "XDP_REDIRECT, counted nowhere"}
+    extra = dict(TINY, paper_forward_systems=["xdp_redirect"], experiment_systems={"xdp_redirect": nowhere})
+    playbook = os.path.join(ROOT, "playbooks", "paper_forward.yml")
+    res = subprocess.run(
+        [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", os.path.join(ROOT, "inventories", "vlab"), playbook,
+         "-e", json.dumps(extra), "-e", f"experiment_results_dir={tmp_path}",
+         "--skip-tags", skip_tags(("bin/xdplab-trafficgen", "lib/bpf/xdp_forward.bpf.o"))],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    with open(os.path.join(tmp_path, "paper_forward", "dut", "trials.jsonl")) as f:
+        (record,) = [json.loads(line) for line in f if line.strip()]
+    print(json.dumps({k: record.get(k) for k in ("status", "failure", "forwarding")}, indent=1))
+    assert record["status"] == "failed" and "loss" not in record, record
+    verdict = record["failure"]["verdict"]
+    assert verdict["verdict"] == "nothing_forwarded", verdict
+    # the DUT received the frames (its ingress counted them) and they did not come back where the far side counts
+    assert verdict["dut"]["received_pps"] > 0 and verdict["stopped_at"] in ("dut_egress_peer", "after_dut"), verdict
+    assert record["forwarding"]["received_pps"] < 0.001 * verdict["offered_pps"], record["forwarding"]
+    assert record["forwarding"]["receive_ports"] == ["veth-tg0"], record["forwarding"]
+    assert record["failure"]["error"].startswith("nothing came back: the generator offered"), record["failure"]
+    # the run's summary (the experiment's last play) names it with where the frames stopped
+    assert "1 trial(s) failed" in out and "nothing came back" in out and verdict["where"] in out, out[-3000:]

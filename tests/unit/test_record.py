@@ -14,7 +14,7 @@ import os
 
 import jsonschema
 import pytest
-from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement, _record
+from ansible_collections.xdplab.testbed.plugins.module_utils import _measurement, _record, _report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "report")
@@ -418,3 +418,88 @@ def test_a_generator_address_list_is_kept_in_the_record():
     bad = copy.deepcopy(rec)
     bad["generator"]["destinations"]["sha256"] = "not a digest"
     assert list(VALIDATOR.iter_errors(bad)), "the schema takes a sha256 of 64 hex digits only"
+
+
+# -- forwarding: a trial whose far side got nothing back (h35v, issue 25's leftover) -----------------------------------
+# Inputs: the two real paper_forward records above (FORWARD); the broken ones are those records with the counts a broken
+# path leaves (constructed from them: the far side's count zeroed, and where the frames stopped, the DUT's too).
+
+
+def broken(system="linux_forward", far=0.0, dut_rx=None, dut_tx=None, refused=None, per_port=None):
+    """The real record's forwarding section with the far side's count (and optionally the DUT's) replaced."""
+    fwd = copy.deepcopy(FORWARD[system]["forwarding"])
+    fwd["received_pps"], fwd["received_packets"] = far, int(far * 5)
+    for key, value in (("received_pps", dut_rx), ("sent_pps", dut_tx), ("refused_by_peer_pps", refused)):
+        if value is not None:
+            fwd["dut"][key] = value
+    if per_port is not None:
+        fwd["dut"]["per_port"] = per_port
+    return fwd
+
+
+def test_forwarding_trials_that_came_back_get_no_verdict():
+    for system, rec in FORWARD.items():
+        assert _record.nothing_forwarded(rec["forwarding"], rec["generator"], rec["result"]["window"]) is None, system
+    # the lowest share a working path returned in docs/results (3.06 %, linux_forward offered 4.5 Mpps) is a rate
+    rec = FORWARD["linux_forward"]
+    low = broken(far=0.0306 * rec["generator"]["offered_pps"])
+    assert _record.nothing_forwarded(low, rec["generator"], rec["result"]["window"]) is None
+    # records without a forwarding section (drop, DoS: nothing returns by design) are never checked
+    assert _record.nothing_forwarded(None, rec["generator"]) is None
+    assert _record.nothing_forwarded(rec["forwarding"], {"offered_pps": 0}) is None  # nothing offered
+
+
+@pytest.mark.parametrize(
+    ("counts", "stopped_at"),
+    [
+        ({}, _record.STOPPED_AFTER_DUT),  # the DUT received and sent them as recorded, nothing came back
+        ({"dut_rx": 0.0, "dut_tx": 0.0, "refused": 0.0}, _record.STOPPED_BEFORE_DUT),
+        ({"dut_tx": 0.0, "refused": 0.0}, _record.STOPPED_IN_DUT),
+        ({"dut_tx": 0.0, "refused": 1.0e6}, _record.STOPPED_AT_EGRESS_PEER),
+        ({"dut_rx": 0.0, "dut_tx": 0.0, "refused": 0.0, "per_port": {}}, _record.STOPPED_UNKNOWN),
+    ],
+)
+def test_a_forwarding_trial_whose_far_side_got_nothing_says_where_the_frames_stopped(counts, stopped_at):
+    rec = FORWARD["linux_forward"]
+    # 3 stray frames in 5 s (neighbour discovery) are still nothing
+    verdict = _record.nothing_forwarded(broken(far=0.6, **counts), rec["generator"], rec["result"]["window"])
+    assert verdict["verdict"] == _record.NOTHING_FORWARDED and verdict["stopped_at"] == stopped_at
+    assert verdict["offered_pps"] == rec["generator"]["offered_pps"] and verdict["received_pps"] == 0.6
+    assert (verdict["where"], verdict["check"]) == _record.STOPPED_PLACES[stopped_at]
+    error = _record.nothing_forwarded_error(verdict)
+    assert error.startswith("nothing came back: the generator offered 1702759 pps and the far side received 1 pps")
+    assert verdict["where"] in error and verdict["check"] in error
+
+
+def test_a_nothing_forwarded_trial_is_a_failed_record_with_its_counts_and_no_rate():
+    rec = FORWARD["xdp_tx"]
+    fwd = broken("xdp_tx")
+    verdict = _record.nothing_forwarded(fwd, rec["generator"], rec["result"]["window"])
+    # veth counts a working XDP_TX trial's sent frames in tx_dropped too: sent and "refused" alike is after the DUT
+    assert verdict["stopped_at"] == _record.STOPPED_AFTER_DUT
+    meas = measurement(pps=0.0)
+    meas["details"]["forwarding"] = fwd
+    failed = valid(
+        _record.build_record(
+            "paper_forward",
+            TRIAL,
+            "failed",
+            started_at="2026-12-02T02:04:00Z",
+            measurement=meas,
+            generator=copy.deepcopy(rec["generator"]),
+            provenance=PROVENANCE,
+            failure={"task": "Stop the generator, read what it sent and record the trial",
+                     "error": _record.nothing_forwarded_error(verdict), "process": None, "verdict": verdict},
+        )
+    )  # fmt: skip
+    assert failed["status"] == "failed" and "loss" not in failed, "no limit verdict: not a measurement"
+    assert failed["failure"]["verdict"] == verdict and failed["forwarding"] == fwd and failed["result"]["pps"] == 0.0
+    # the report reads only status ok: the trial is not a rate (the real record beside it is)
+    records, warnings = _report.read_records(json.dumps(failed) + "\n" + json.dumps(rec) + "\n")
+    assert [r["status"] for r in records] == ["ok"] and not warnings
+    # a verdict that is not nothing_forwarded's is an error naming what to pass
+    with pytest.raises(_record.RecordError, match=r"failure\.verdict must be what nothing_forwarded"):
+        _record.build_record("x", TRIAL, "failed", failure={"task": "t", "error": "e", "verdict": {"verdict": "odd"}})
+    bad = copy.deepcopy(failed)
+    bad["failure"]["verdict"]["stopped_at"] = "somewhere"
+    assert list(VALIDATOR.iter_errors(bad)), "the schema names the places"
