@@ -420,7 +420,7 @@ def thread_usage(before, after, cpus, seconds, matcher):
         if cpu is None:
             continue
         entry = {"pid": now["pid"], "tid": tid, "comm": now["comm"], "cpu": cpu, "runtime_ns": delta,
-                 "busy": round(100.0 * delta / (seconds * 1e9), 3) if seconds > 0 else 0.0,
+                 "busy": cpu_share(delta, seconds),
                  "attribution": how, "kernel": now["kthread"]}
         if now.get("ended"):
             entry["ended"] = True  # read by its own module just before its process ended (merge_ended)
@@ -434,12 +434,19 @@ def thread_usage(before, after, cpus, seconds, matcher):
     return work, foreign
 
 
+def cpu_share(ns, seconds):
+    """Busy % of one CPU for ``ns`` of run time in a window of ``seconds``, at most 100: the threads' schedstat
+    runtimes and the window's clock are read one after the other, not at one instant, so a CPU busy all the window can
+    sum to a few hundredths over it (100.06 % seen); the runtime_ns beside it stays as read."""
+    return min(100.0, round(100.0 * ns / (seconds * 1e9), 3)) if seconds > 0 else 0.0
+
+
 def per_cpu_runtime(entries, cpus, seconds):
-    """{cpu: (runtime_ns, busy %)} summed over thread entries."""
+    """{cpu: (runtime_ns, busy %)} summed over thread entries (cpu_share)."""
     out = {}
     for cpu in cpus:
         ns = sum(e["runtime_ns"] for e in entries if e["cpu"] == cpu)
-        out[cpu] = (ns, round(100.0 * ns / (seconds * 1e9), 3) if seconds > 0 else 0.0)
+        out[cpu] = (ns, cpu_share(ns, seconds))
     return out
 
 

@@ -380,6 +380,13 @@ def test_testpmd_lcore_counts_through_its_ended_reading(tmp_path):
     assert cpustat.per_cpu_runtime(work, [1], 2.0)[1] == (1_823_404_015, 91.17)
 
 
+def test_a_cpu_busy_all_the_window_is_100_not_more():
+    """Schedstat runtimes and the window's clock are two reads: a thread busy the whole window can sum to a little
+    more than it (100.06 % was seen in test_controller_actions); the share is capped, the runtime kept as read."""
+    entries = [{"cpu": 0, "runtime_ns": 2_001_200_000}, {"cpu": 1, "runtime_ns": 1_000_000_000}]
+    assert cpustat.per_cpu_runtime(entries, [0, 1], 2.0) == {0: (2_001_200_000, 100.0), 1: (1_000_000_000, 50.0)}
+
+
 def test_a_live_thread_wins_over_an_ended_reading_of_it(tmp_path):
     live = cpustat.read_process_threads(TESTPMD_PID, proc=os.path.join(TESTPMD, "end"))
     early = cpustat.ended_reading(TESTPMD_PID, proc=os.path.join(TESTPMD, "start"), clock=lambda: 101.0)
