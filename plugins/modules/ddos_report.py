@@ -15,10 +15,12 @@ author:
 description:
   - Reads the trial records of playbooks/paper_ddos.yml (their C(ddos) section) and writes C(ddos.md) beside them
     (or into O(dest)) - per system and attack rate TCP_RR transactions/s (mean of the samples) and sd, % of that
-    system's baseline (attack rate 0), the attack rate achieved, where the DUT dropped the flood and the application
+    system's baseline (attack rate 0) and of the control row (system ddos_control, the flood sent to a sink, not the
+    DUT) at the same rate, the attack rate achieved, where the DUT dropped the flood and the application
     CPU's busy share, with the paper's numbers (O(reference), usecase_ddos.csv) beside at the same rates; then
     the ratio rows (TCP_RR held under attack) and the issue's check (without XDP TCP_RR falls to 0 before the
-    flood reaches the Linux drop rate; with XDP it holds to at least 3x that rate); last, the application CPU the
+    flood reaches the Linux drop rate; with XDP it holds to at least 3x that rate, of its baseline and of the control
+    row); last, the application CPU the
     records name (C(ddos.app_cpu)) and why it was chosen.
 options:
   results:
@@ -53,7 +55,8 @@ markdown:
   type: str
   returned: always
 check:
-  description: C({linux_drop_pps, none_falls_before, xdp_holds_3x}) (null where not measured).
+  description: C({linux_drop_pps, none_falls_before, xdp_holds_3x, xdp_holds_3x_against_control}) (null where not
+    measured; the last one null without a control row).
   type: dict
   returned: always
 path:

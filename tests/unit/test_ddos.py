@@ -79,7 +79,8 @@ def test_table_ratio_rows_and_the_issues_check():
     assert ddos.held(pts["xdp_ddos_filter"]) == (3000000, None)
     assert ddos.linux_drop_rate(pts["ddos_none"]) == 800000.0
     # none falls to 0 at 2 Mpps, above the 0.8 Mpps drop rate; XDP holds 3 Mpps >= 3 x 0.8 Mpps
-    assert ddos.check(pts) == {"linux_drop_pps": 800000.0, "none_falls_before": False, "xdp_holds_3x": True}
+    assert ddos.check(pts) == {"linux_drop_pps": 800000.0, "none_falls_before": False, "xdp_holds_3x": True,
+                               "xdp_holds_3x_against_control": None}  # fmt: skip
     paper = ddos.paper_rows("attack_pps,xdp_tcp_rr_trans_per_s,xdp_sd,no_xdp_tcp_rr_trans_per_s,no_xdp_sd\n"
                             "0,34524.7,33.0,34016.0,8.0\n3500000,,,0,0\n")  # fmt: skip
     assert paper[3500000] == {"xdp": None, "xdp_sd": None, "no_xdp": 0.0, "no_xdp_sd": 0.0}
@@ -87,6 +88,34 @@ def test_table_ratio_rows_and_the_issues_check():
     assert "| ddos_none | 0 | 0.00 | 10,000 | 10 | 100 % |" in md
     assert "| xdp_ddos_filter | 3 | 3.00 | 8,100 | 10 | 81 % |" in md
     assert "Linux drop rate (UDP to no port, the ddos_none row's UdpNoPorts ceiling): 0.80 Mpps." in md
+    assert "| ddos_none | 0 | 0.00 | 10,000 | 10 | 100 % | - |" in md and "(against the control row: None)" in md
+
+
+def test_held_against_the_control_row_leaves_out_what_the_generator_costs_the_client():
+    """On a shared machine the control row (the flood to a sink, not the DUT) loses TCP_RR too: a row is judged
+    against it at each rate; a rate the control row lacks is not judged."""
+    recs = [
+        _rec("ddos_control", 0, 10000), _rec("ddos_control", 500000, 6000), _rec("ddos_control", 1000000, 5000),
+        _rec("ddos_control", 3000000, 5000),
+        _rec("ddos_none", 0, 10000), _rec("ddos_none", 500000, 2000, 500000), _rec("ddos_none", 1000000, 0, 600000),
+        _rec("xdp_ddos_filter", 0, 10000), _rec("xdp_ddos_filter", 500000, 5900, 0, 5e5),
+        _rec("xdp_ddos_filter", 1000000, 4500, 0, 1e6), _rec("xdp_ddos_filter", 2000000, 1000, 0, 2e6),
+        _rec("xdp_ddos_filter", 3000000, 4100, 0, 3e6),
+    ]  # fmt: skip
+    pts = ddos.points(recs)
+    # of its own baseline the filter holds nothing (59 % at 0.5 Mpps); of the control row 98 %, 90 %, 82 %;
+    # 2 Mpps is not judged (no control point there)
+    assert ddos.held(pts["xdp_ddos_filter"]) == (0, None)
+    assert ddos.held(pts["xdp_ddos_filter"], pts["ddos_control"]) == (3000000, None)
+    assert ddos.held(pts["ddos_none"], pts["ddos_control"]) == (0, 1000000)
+    assert ddos.check(pts) == {"linux_drop_pps": 600000.0, "none_falls_before": False, "xdp_holds_3x": False,
+                               "xdp_holds_3x_against_control": True}  # fmt: skip
+    md = ddos.table_markdown(pts, {})
+    assert "| xdp_ddos_filter | 0.5 | 0.50 | 5,900 | 10 | 59 % | 98 % |" in md
+    assert "| ddos_control | 0.5 | 0.50 | 6,000 | 10 | 60 % | - |" in md
+    assert "| xdp_ddos_filter | 0.00 | - | 3.00 | XDP: above 80 % up to 19 Mpps, 0 at 23 Mpps |" in md
+    assert "| ddos_control | 0.00 | - | - | - |" in md
+    assert "with XDP it holds to at least 3x that rate: False (against the control row: True)." in md
 
 
 def test_the_record_keeps_the_section_and_refuses_another_shape():
