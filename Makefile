@@ -124,10 +124,12 @@ vm-lab-down: $(VENV)/.run-deps
 # Under TCG these are functional checks, not performance. Results in $(VM_LAB_RESULTS)/<start, UTC>/.
 VM_LAB_RESULTS ?= $(XDPLAB_RESULTS_DIR)/vm-lab
 # one core, 64 B, one repetition, a 3-sample window; every drop system the guest has (xdplab_drop_systems of
-# inventories/vm) and the two XDP forwarding systems (XDP_TX back out of ens4, XDP_REDIRECT from ens4 to ens5)
+# inventories/vm), the two XDP forwarding systems (XDP_TX back out of ens4, XDP_REDIRECT from ens4 to ens5) and the
+# load balancer against IPVS (issue 27: the DUT VM's Debian kernel has IPVS, the controller's may not)
 VM_LAB_MATRIX ?= {"paper_drop_cores": [1], "paper_drop_packet_len": [64], "paper_drop_touch": ["no_touch"], \
   "paper_drop_repetitions": 1, "paper_forward_cores": [1], "paper_forward_packet_len": [64], \
   "paper_forward_repetitions": 1, "xdplab_forward_systems": ["xdp_tx", "xdp_redirect"], \
+  "paper_lb_cores": [1], "paper_lb_repetitions": 1, "xdplab_lb_systems": ["xdp_lb", "ipvs"], \
   "experiment_warmup": 2, "experiment_samples": 3}
 VM_LAB_PLAY = $(ANSIBLE_PLAYBOOK) -i inventories/vm
 # the experiments import testbed_up.yml, which the step before them ran: its tuning, bpf/ and the controller's packages
@@ -151,7 +153,10 @@ vm-lab: $(VENV)/.run-deps
 	  --skip-tags $(VM_LAB_SKIP) $(ARGS) && \
 	step paper_forward env XDPLAB_RESULTS_DIR=$$out $(VM_LAB_PLAY) playbooks/paper_forward.yml -e '$(VM_LAB_MATRIX)' \
 	  --skip-tags $(VM_LAB_SKIP) $(ARGS) && \
-	for f in $$out/paper_drop/dut/report.md $$out/paper_forward/dut/report.md; do echo; cat $$f; echo "($$f)"; done
+	step paper_lb env XDPLAB_RESULTS_DIR=$$out $(VM_LAB_PLAY) playbooks/paper_lb.yml -e '$(VM_LAB_MATRIX)' \
+	  --skip-tags $(VM_LAB_SKIP) $(ARGS) && \
+	for f in $$out/paper_drop/dut/report.md $$out/paper_forward/dut/report.md $$out/paper_lb/dut/report.md; do \
+	  echo; cat $$f; echo "($$f)"; done
 
 # the VM lab's tests (bring-up 7-11 min under TCG; the DUT's tuning reboot and its kernel install + reboot about 8 and
 # 18 min more, the kernel's first build on the controller about 50 min, cached after): make test lists them as skipped
