@@ -49,6 +49,9 @@ RTA_TABLE = 15
 RT_TABLE_MAIN = 254
 _NLMSG = struct.Struct("=IHHII")
 _RTMSG = struct.Struct("=BBBBBBBBI")
+_NLMSG_LEN_TYPE = struct.Struct("=IH")
+_RTM_TABLE = _NLMSG.size + 4
+_RTM_PROTOCOL = _NLMSG.size + 5
 
 
 class StampError(OSError):
@@ -156,7 +159,7 @@ def count_messages(buf, proto, table=RT_TABLE_MAIN):
     checked (a kernel without strict dump filtering sends every route)."""
     count, off, size = 0, 0, len(buf)
     while off + _NLMSG.size <= size:
-        length, kind, _flags, _seq, _pid = _NLMSG.unpack_from(buf, off)
+        length, kind = _NLMSG_LEN_TYPE.unpack_from(buf, off)
         if length < _NLMSG.size:
             return count, True, "a netlink message shorter than its header"
         if kind == NLMSG_DONE:
@@ -165,11 +168,15 @@ def count_messages(buf, proto, table=RT_TABLE_MAIN):
             (err,) = struct.unpack_from("=i", buf, off + _NLMSG.size)
             if err:
                 return count, True, os.strerror(-err)
-        elif kind == RTM_NEWROUTE:
-            rtm = _RTMSG.unpack_from(buf, off + _NLMSG.size)
-            # rtm_table (4) is 8 bits; a table above 255 says RT_TABLE_COMPAT there: main is 254 in both
-            if rtm[5] == proto and rtm[4] == table:
-                count += 1
+        elif (
+            # the rtmsg's rtm_table (byte 4: 8 bits, main is 254) and rtm_protocol (byte 5), read as bytes (900,000
+            # routes: a struct unpack each cost a quarter more here)
+            kind == RTM_NEWROUTE
+            and length >= _NLMSG.size + _RTMSG.size
+            and buf[off + _RTM_PROTOCOL] == proto
+            and buf[off + _RTM_TABLE] == table
+        ):
+            count += 1
         off += (length + 3) & ~3
     return count, False, None
 
