@@ -157,7 +157,7 @@ stamp:
   contains:
     path: {description: "This namespace's stamp for O(proto).", type: str}
     fast: {description: Whether the stamp matched and the prefix file and the kernel's routes were not read., type: bool}
-    why: {description: Why the stamp was not used (no stamp, the key that differs, a route count that differs)., type: str}
+    why: {description: "Why the stamp was not used (no stamp, the key that differs, a route count that differs).", type: str}
     written: {description: Whether this run wrote a new stamp., type: bool}
   sample: {path: /run/xdplab/fib_routes/net-4-4026532309-proto211.json, fast: true, why: null, written: false}
 device:

@@ -117,4 +117,4 @@ def test_count_routes_agrees_with_ip_route_show():
                            text=True, check=True).stdout  # fmt: skip
     assert fs.count_routes(2) == len([line for line in shown.splitlines() if line.strip()])
     assert fs.count_routes(2, table=255) >= 1  # the local table holds at least 127.0.0.1
-    assert fs.netns_id().split("-")[0].isdigit() and fs.boot_id()
+    assert fs.netns_id().split("-", maxsplit=1)[0].isdigit() and fs.boot_id()
