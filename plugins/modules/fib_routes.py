@@ -339,13 +339,17 @@ class FibRoutes:
 
     def check_destinations_in_kernel(self):
         """The fast path's check of the destinations: the kernel's own lookup of each (one `ip -batch` of `route get
-        fibmatch`: the route that covers it, or 'Network is unreachable' for a destination without one)."""
+        fibmatch`: the route that covers it, or 'Network is unreachable' for a destination without one). The batch is
+        a file, not ip's stdin: run_command writes all of stdin before it reads, and ip's answers (a line per
+        destination) would fill the stdout pipe first."""
         dests = self.p["destinations"]
         if not dests:
             return
-        data = "".join(f"route get fibmatch {d}\n" for d in dests)
-        rc, out, err = self.ip(["-4", "-force", "-batch", "-"], data=data, check=False)
-        failed = sorted({int(n) for n in re.findall(r"Command failed -:(\d+)", err)})
+        path = os.path.join(self.module.tmpdir, "fib_routes_destinations.batch")
+        with open(path, "w") as handle:
+            handle.write("".join(f"route get fibmatch {d}\n" for d in dests))
+        rc, out, err = self.ip(["-4", "-force", "-batch", path], check=False)
+        failed = sorted({int(n) for n in re.findall(r"Command failed " + re.escape(path) + r":(\d+)", err)})
         if rc != 0 and not failed:
             self.fail(f"ip -batch route get of {len(dests)} destinations: {err.strip() or out.strip()} (rc {rc})")
         self.fail_uncovered([dests[n - 1] for n in failed if 0 < n <= len(dests)])
