@@ -974,15 +974,7 @@ def routing_errors(matrix, options, dut, host="dut"):
                 _fib_routes.read_prefixes(str(path), limit=int(limit))
             except _fib_routes.FibRoutesError as exc:
                 errors.append("experiment_routing_table_file: %s" % exc)
-    mtu = _default(dut.get("xdplab_dut_mtu"), 1500)
-    if _whole(mtu):
-        over = [p for p in axis(matrix, "packet_len", 64) if (_whole(p) or 0) - ETH_OVERHEAD > int(mtu)]
-        if over:
-            errors.append(
-                "%s: packet_len: %s: the IPv4 packet (packet_len - %d bytes of Ethernet header and FCS) is over the "
-                "DUT's MTU %s (xdplab_dut_mtu): the router answers FRAG_NEEDED instead of forwarding; give frames of at "
-                "most %d bytes" % (host, _pylist(over), ETH_OVERHEAD, mtu, int(mtu) + ETH_OVERHEAD)
-            )
+    errors += encap_mtu_errors(matrix, _default(dut.get("xdplab_dut_mtu"), 1500), host, overhead=0)
     return errors
 
 
@@ -992,7 +984,9 @@ ENCAP_OVERHEAD = 20
 
 
 def encap_mtu_errors(matrix, mtu, host, overhead=ENCAP_OVERHEAD):
-    """packet_len values whose IP packet (packet_len - 18) plus ``overhead`` bytes is over the DUT port's MTU."""
+    """packet_len values whose IP packet (packet_len - 18) plus ``overhead`` bytes is over the DUT port's MTU: the
+    one MTU check of the paper's experiments. ``overhead`` 20: an encapsulation's outer header (the DoS experiment);
+    0: the plain IPv4 packet of the routing experiment (routing_errors), which a router answers with FRAG_NEEDED."""
     ceiling = _number(mtu)
     if ceiling is None:
         return [
@@ -1002,6 +996,12 @@ def encap_mtu_errors(matrix, mtu, host, overhead=ENCAP_OVERHEAD):
     over = [int(x) for x in lens if x - ETH_OVERHEAD + overhead > ceiling]
     if not over:
         return []
+    if not overhead:
+        return [
+            "%s: packet_len: %s: the IPv4 packet (packet_len - %d bytes of Ethernet header and FCS) is over the DUT's "
+            "MTU %s (xdplab_dut_mtu): the router answers FRAG_NEEDED instead of forwarding; give frames of at most %d "
+            "bytes" % (host, _pylist(over), ETH_OVERHEAD, mtu, int(ceiling) + ETH_OVERHEAD)
+        ]
     return [
         "%s: packet_len: %s bytes: the IP packet (packet_len - %d) + %d bytes is over the DUT port's MTU xdplab_dut_mtu=%s; "
         "give packet_len at most %d"

@@ -20,12 +20,7 @@ description:
   - Read-only. The routing experiment reads it before and after the measuring window; the difference is in the
     record's C(routing.fib_counts).
 extends_documentation_fragment:
-  - xdplab.testbed.attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+  - xdplab.testbed.attributes.read_only
 options:
   interface:
     description: The interface the router program is attached to, in the module's network namespace.

@@ -30,6 +30,15 @@ description:
     is RV(install_s)."
   - Idempotent by counting and comparing the prefixes that carry O(proto); a second run with the same input reports
     C(changed=false).
+  - "Fast path: after an install or a verified no-change the module writes a stamp in O(stamp_dir), one per network
+    namespace and O(proto) (the request: table, the file's path, size, mtime_ns and sha256, limit, next hop,
+    interface; the kernel's boot id, the namespace; the route count and RV(skipped)). A V(present) whose request
+    matches the stamp, in a kernel that holds exactly the stamp's number of routes with O(proto) in the main table
+    (one netlink dump that the kernel filters by table and protocol, counted), does not read the file or the
+    kernel's routes: C(changed=false), RV(routes) and RV(skipped) from the stamp. The next hop and forwarding are
+    checked on both paths, and O(destinations) against the kernel (C(ip route get fibmatch) of each, in one batch).
+    V(absent), and any change of the routes, removes the stamp first; a stamp that does not match is ignored
+    (RV(stamp.why) says why) and the slow path writes a new one."
 extends_documentation_fragment:
   - xdplab.testbed.attributes
 attributes:
@@ -77,6 +86,12 @@ options:
     type: list
     elements: str
     default: []
+  stamp_dir:
+    description:
+      - Where the fast path's stamps are (a run directory on the host the module runs on; created, mode 0700). A
+        directory that cannot be written only costs the fast path.
+    type: path
+    default: /run/xdplab/fib_routes
 """
 
 EXAMPLES = r"""
@@ -135,6 +150,16 @@ read_s:
   returned: always
   type: float
   sample: 2.5
+stamp:
+  description: The fast path (V(present) only).
+  returned: when state is present
+  type: dict
+  contains:
+    path: {description: "This namespace's stamp for O(proto).", type: str}
+    fast: {description: Whether the stamp matched and the prefix file and the kernel's routes were not read., type: bool}
+    why: {description: "Why the stamp was not used (no stamp, the key that differs, a route count that differs).", type: str}
+    written: {description: Whether this run wrote a new stamp., type: bool}
+  sample: {path: /run/xdplab/fib_routes/net-4-4026532309-proto211.json, fast: true, why: null, written: false}
 device:
   description: The interface of the next hop's connected net.
   returned: when state is present
@@ -157,10 +182,12 @@ triestat:
 """
 
 import os
+import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_routes as fr
+from ansible_collections.xdplab.testbed.plugins.module_utils import _fib_stamp as fs
 
 try:
     import netaddr
@@ -271,13 +298,19 @@ class FibRoutes:
                 "(sysctl -w net.ipv4.ip_forward=1); bpf_fib_lookup returns FWD_DISABLED and the stack drops"
             )
 
+    def check_request(self):
+        """What the call alone can tell, before the file or the kernel is read."""
+        if self.p["table"] == "full" and not self.p["src"]:
+            self.fail("src is required with table full: give the prefix file (one IPv4 prefix a line, plain or .gz)")
+        if self.p["table"] == "full" and self.p["limit"] < 0:
+            self.fail(f"limit {self.p['limit']} is negative: give 0 (every prefix) or the number to install")
+        bad = [d for d in self.p["destinations"] if not _valid_v4(d)]
+        if bad:
+            self.fail(f"destinations: {', '.join(bad[:5])} not IPv4 addresses")
+
     def wanted(self):
         if self.p["table"] == "single":
             return list(fr.SINGLE_PREFIXES)
-        if not self.p["src"]:
-            self.fail("src is required with table full: give the prefix file (one IPv4 prefix a line, plain or .gz)")
-        if self.p["limit"] < 0:
-            self.fail(f"limit {self.p['limit']} is negative: give 0 (every prefix) or the number to install")
         try:
             return fr.read_prefixes(self.p["src"], limit=self.p["limit"])
         except fr.FibRoutesError as exc:
@@ -287,9 +320,6 @@ class FibRoutes:
         """Each destination has a covering route: a wanted prefix or another route of the main table."""
         if not self.p["destinations"]:
             return
-        bad = [d for d in self.p["destinations"] if not _valid_v4(d)]
-        if bad:
-            self.fail(f"destinations: {', '.join(bad[:5])} not IPv4 addresses")
         table = sorted({int(netaddr.IPNetwork(p).prefixlen) for p in list(wanted) + list(others)}, reverse=True)
         nets = set(wanted) | set(others)
         missing = []
@@ -297,12 +327,32 @@ class FibRoutes:
             addr = netaddr.IPAddress(dst)
             if not any(str(netaddr.IPNetwork(f"{addr}/{length}").cidr) in nets for length in table):
                 missing.append(dst)
+        self.fail_uncovered(missing)
+
+    def fail_uncovered(self, missing):
         if missing:
             self.fail(
                 f"{len(missing)} of {len(self.p['destinations'])} destinations have no covering route in the table "
                 f"({self.p['table']}): {', '.join(missing[:5])}; draw them within the table's prefixes, or install a "
                 "table that covers them (single covers every address)"
             )
+
+    def check_destinations_in_kernel(self):
+        """The fast path's check of the destinations: the kernel's own lookup of each (one `ip -batch` of `route get
+        fibmatch`: the route that covers it, or 'Network is unreachable' for a destination without one). The batch is
+        a file, not ip's stdin: run_command writes all of stdin before it reads, and ip's answers (a line per
+        destination) would fill the stdout pipe first."""
+        dests = self.p["destinations"]
+        if not dests:
+            return
+        path = os.path.join(self.module.tmpdir, "fib_routes_destinations.batch")
+        with open(path, "w") as handle:
+            handle.write("".join(f"route get fibmatch {d}\n" for d in dests))
+        rc, out, err = self.ip(["-4", "-force", "-batch", path], check=False)
+        failed = sorted({int(n) for n in re.findall(r"Command failed " + re.escape(path) + r":(\d+)", err)})
+        if rc != 0 and not failed:
+            self.fail(f"ip -batch route get of {len(dests)} destinations: {err.strip() or out.strip()} (rc {rc})")
+        self.fail_uncovered([dests[n - 1] for n in failed if 0 < n <= len(dests)])
 
     def batch(self, lines):
         for start in range(0, len(lines), self.p["chunk"]):
@@ -315,7 +365,52 @@ class FibRoutes:
                     f"{self.proto}: state absent removes them"
                 )
 
+    def stamp_path(self):
+        """This namespace's stamp for this protocol (None when the namespace cannot be named)."""
+        netns = fs.netns_id()
+        return fs.stamp_path(netns, self.proto, self.p["stamp_dir"]) if netns else None
+
+    def drop_stamp(self, path):
+        """No stamp at ``path`` (before any change of the routes: a failed change leaves no stamp that claims it)."""
+        if not path or self.module.check_mode:
+            return
+        try:
+            fs.remove_stamp(path)
+        except OSError as exc:
+            self.fail(f"stamp {path}: {exc.strerror}; remove it by hand (the next present then reads the table)")
+
+    def request(self, hop, device):
+        """This call in the stamp's keys, or None (the prefix file cannot be read: the slow path says why)."""
+        try:
+            return fs.request(self.p["table"], self.p["src"], self.p["limit"], hop, device, self.proto,
+                              boot=fs.boot_id(), netns=fs.netns_id())  # fmt: skip
+        except OSError:
+            return None
+
+    def fast(self, path, req, t0):
+        """The result without reading the prefix file or the kernel's routes, when the stamp at ``path`` matches the
+        request and the kernel holds its number of routes; else (None, why)."""
+        if not path or req is None or not req["boot_id"]:
+            return None, "no stamp: the namespace, the boot id or the prefix file cannot be read"
+        stamp = fs.read_stamp(path)
+        if stamp is None:
+            return None, "no stamp"
+        try:
+            count = fs.count_routes(self.proto)
+        except fs.StampError as exc:
+            return None, f"the kernel's routes could not be counted ({exc.strerror})"
+        why = fs.mismatch(stamp, req, count)
+        if why:
+            return None, why
+        self.check_destinations_in_kernel()
+        result = {"changed": False, "table": self.p["table"], "routes": stamp["routes"], "added": 0, "removed": 0,
+                  "skipped": list(stamp.get("skipped") or []), "device": req["device"], "install_s": 0.0,
+                  "read_s": round(time.monotonic() - t0, 3), "triestat": self.triestat(),
+                  "stamp": {"path": path, "fast": True, "why": None, "written": False}}  # fmt: skip
+        return result, None
+
     def absent(self):
+        self.drop_stamp(self.stamp_path())
         before = self.installed()
         result = {"changed": bool(before), "table": "none", "routes": 0, "added": 0, "removed": len(before),
                   "skipped": [], "install_s": 0.0, "read_s": 0.0}  # fmt: skip
@@ -333,9 +428,16 @@ class FibRoutes:
         if netaddr is None:
             self.fail("the Python library netaddr is missing on this host; install python3-netaddr")
         t0 = time.monotonic()
-        wanted = self.wanted()
+        self.check_request()
         hop, device, _net = self.check_next_hop()
         self.check_forwarding()
+        path = self.stamp_path()
+        # the file's identity before it is read: a file changed while it is read leaves a stamp that will not match
+        req = self.request(hop, device)
+        result, why = self.fast(path, req, t0)
+        if result:
+            return result
+        wanted = self.wanted()
         current, others = self.routes()
         skipped = [p for p in wanted if p in others]
         wanted = [p for p in wanted if p not in others]
@@ -346,7 +448,9 @@ class FibRoutes:
         add = [p for p in wanted if p not in current]
         result = {"changed": bool(remove or add), "table": self.p["table"], "added": len(add), "removed": len(remove),
                   "skipped": skipped, "device": device, "install_s": 0.0, "read_s": read_s}  # fmt: skip
+        stamp = {"path": path, "fast": False, "why": why, "written": False}
         if (remove or add) and not self.module.check_mode:
+            self.drop_stamp(path)
             t1 = time.monotonic()
             lines = [f"route del {p} proto {self.proto}" for p in remove]
             lines += [f"route add {p} via {hop} dev {device} proto {self.proto}" for p in add]
@@ -359,6 +463,14 @@ class FibRoutes:
         else:
             result["routes"] = len(wanted) if self.module.check_mode else len(current)
         result["triestat"] = self.triestat()
+        if path and req is not None and req["boot_id"] and not self.module.check_mode:
+            # installed and counted, or verified unchanged: the next present with this request may skip the reading
+            try:
+                fs.write_stamp(path, req, result["routes"], skipped)
+                stamp["written"] = True
+            except OSError as exc:
+                stamp["why"] = f"{why}; no stamp written ({path}: {exc.strerror})"
+        result["stamp"] = stamp
         return result
 
     def run(self):
@@ -387,6 +499,7 @@ def main():
             "require_forwarding": {"type": "bool", "default": True},
             "chunk": {"type": "int", "default": 25000},
             "destinations": {"type": "list", "elements": "str", "default": []},
+            "stamp_dir": {"type": "path", "default": fs.STAMP_DIR},
         },
         supports_check_mode=True,
     )
