@@ -108,6 +108,19 @@ def test_paper_forward_every_system_counted_where_frames_return(lab_playbook):
     assert subprocess.run(["pgrep", "-x", "dpdk-testpmd"], capture_output=True, check=False).returncode == 1
 
 
+def run_forward_xdp_redirect(extra, skip_tags, tmp_path):
+    """paper_forward.yml on the vlab with ``extra`` and only xdplab-trafficgen and xdp_forward installed: (the
+    completed process, its stdout + stderr, the playbook's path) - for the tests of a trial that fails."""
+    playbook = os.path.join(ROOT, "playbooks", "paper_forward.yml")
+    res = subprocess.run(
+        [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", os.path.join(ROOT, "inventories", "vlab"), playbook,
+         "-e", json.dumps(extra), "-e", f"experiment_results_dir={tmp_path}",
+         "--skip-tags", skip_tags(("bin/xdplab-trafficgen", "lib/bpf/xdp_forward.bpf.o"))],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    return res, res.stdout + res.stderr, playbook
+
+
 @pytest.mark.root
 def test_a_far_side_that_fails_leaves_no_background_job(skip_tags, tmp_path):
     """The forward kind's exit path (plugins/plugin_utils/_kind_forward.py): the DUT's counters run in the background
@@ -116,14 +129,7 @@ def test_a_far_side_that_fails_leaves_no_background_job(skip_tags, tmp_path):
     while the DUT's job still counts: the trial is recorded failed at that task, and the teardown kills the job and
     removes its result file (the async directory has none of this trial's); no process of the run is left."""
     extra = dict(TINY, paper_forward_systems=["xdp_redirect"], experiment_warmup=0, experiment_window_lead=0.05)
-    playbook = os.path.join(ROOT, "playbooks", "paper_forward.yml")
-    res = subprocess.run(
-        [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", os.path.join(ROOT, "inventories", "vlab"), playbook,
-         "-e", json.dumps(extra), "-e", f"experiment_results_dir={tmp_path}",
-         "--skip-tags", skip_tags(("bin/xdplab-trafficgen", "lib/bpf/xdp_forward.bpf.o"))],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    out = res.stdout + res.stderr
+    res, out, playbook = run_forward_xdp_redirect(extra, skip_tags, tmp_path)
     # the experiment's last play fails naming the failed trial
     assert res.returncode != 0, out[-3000:]
     with open(os.path.join(tmp_path, "paper_forward", "dut", "trials.jsonl")) as f:
@@ -148,14 +154,7 @@ def test_a_forwarding_trial_whose_frames_go_nowhere_is_not_a_rate(skip_tags, tmp
     and no limit verdict; the run's summary names it with where the frames stopped."""
     nowhere = {"impl": "forward", "forward": "xdp_redirect", "return_port": "ingress", "label": "XDP_REDIRECT, counted nowhere"}
     extra = dict(TINY, paper_forward_systems=["xdp_redirect"], experiment_systems={"xdp_redirect": nowhere})
-    playbook = os.path.join(ROOT, "playbooks", "paper_forward.yml")
-    res = subprocess.run(
-        [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "-i", os.path.join(ROOT, "inventories", "vlab"), playbook,
-         "-e", json.dumps(extra), "-e", f"experiment_results_dir={tmp_path}",
-         "--skip-tags", skip_tags(("bin/xdplab-trafficgen", "lib/bpf/xdp_forward.bpf.o"))],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    out = res.stdout + res.stderr
+    res, out, _playbook = run_forward_xdp_redirect(extra, skip_tags, tmp_path)
     assert res.returncode != 0, out[-3000:]
     with open(os.path.join(tmp_path, "paper_forward", "dut", "trials.jsonl")) as f:
         (record,) = [json.loads(line) for line in f if line.strip()]
