@@ -302,13 +302,24 @@ def _fmt(value, digits=0):
 def app_cpu_lines(records):
     """The report's line on the application CPU: each distinct ``ddos.app_cpu`` of the ok records (one per run unless
     the inventory changed between them), with why it was chosen; [] for records before it was recorded."""
-    seen = []
+    seen, shared = [], False
     for rec in records:
         app = (rec.get("ddos") or {}).get("app_cpu") if rec.get("status") == "ok" else None
         if app and app not in seen:
             seen.append(app)
-    return [f"Application CPU (the TCP_RR server's, xdp_ddos_filter's cpumap target): CPU {a.get('cpu')}, "
-            f"{a.get('chosen_because')}." for a in seen]  # fmt: skip
+        if rec.get("status") == "ok":
+            shared = shared or any({"app", "dut"} <= set(c.get("roles") or []) for c in (rec.get("ddos") or {}).get("cpus") or [])
+    lines = [f"Application CPU (the TCP_RR server's, xdp_ddos_filter's cpumap target): CPU {a.get('cpu')}, "
+             f"{a.get('chosen_because')}." for a in seen]  # fmt: skip
+    if shared:
+        lines.append(
+            "The application shares a CPU with the DUT's receive path here, so with the filter the flood's XDP work and "
+            "the application compete for that CPU: the paper's cpumap sends the application's traffic to a CPU of its "
+            "own. Its result (TCP_RR held above 80 % to many times the Linux drop rate) needs a CPU for the "
+            "application that neither the DUT's receive path nor a generator uses: a hardware inventory, or a virtual "
+            "lab of 4 or more CPUs."
+        )
+    return lines
 
 
 def table_markdown(pts, paper, labels=None, none_row="ddos_none", xdp_row="xdp_ddos_filter", control_row=CONTROL_ROW):

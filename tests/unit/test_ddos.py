@@ -413,3 +413,16 @@ def test_the_report_says_which_application_cpu_and_why(tmp_path, capsys):
     line = f"Application CPU (the TCP_RR server's, xdp_ddos_filter's cpumap target): CPU 1, {why}."
     assert out["markdown"].count("Application CPU") == 1 and line in out["markdown"]
     assert line in (tmp_path / "ddos.md").read_text()
+    # the records' CPUs do not say the application shares the DUT's CPU: no word of it
+    assert "shares a CPU with the DUT's receive path" not in out["markdown"]
+
+
+def test_the_report_says_why_when_the_application_shares_the_duts_cpu():
+    """A record whose CPU list gives one CPU both roles, app and dut (the 2-CPU virtual lab), makes the report say
+    what that costs the filter's row and what the paper's result needs; one with the roles apart says nothing."""
+    rec = _rec("xdp_ddos_filter", 1000000, 5000, 0, 1e6)
+    rec["ddos"]["cpus"] = [{"cpu": 0, "roles": ["client", "generator"]}, {"cpu": 1, "roles": ["app", "dut"]}]
+    (line,) = ddos.app_cpu_lines([rec])
+    assert line.startswith("The application shares a CPU with the DUT's receive path here") and "4 or more CPUs" in line
+    rec["ddos"]["cpus"] = [{"cpu": 0, "roles": ["app"]}, {"cpu": 1, "roles": ["dut"]}, {"cpu": 2, "roles": ["generator"]}]
+    assert ddos.app_cpu_lines([rec]) == []
