@@ -315,11 +315,14 @@ INVENTORY_BAD = [
     ({"xdplab_dut_cpus": [1, 2]}, "VM dut: xdplab_dut_cpus [1, 2] names CPU(s) 2, but the VM has 2 vCPU(s) (0-1)"),
     ({"xdplab_generator_ports": ["0000:00:04.0", "0000:00:05.0", "0000:00:06.0"]},
      "VM tg: xdplab_generator_ports names PCI address(es) 0000:00:06.0"),
+    # -e ansible_host: what a host_vars edit would do to both VMs
+    ({"ansible_host": "10.9.9.9"}, "VM tg: the inventory reaches it at 10.9.9.9 (its ansible_host), but the lab serves "
+     "its SSH only on 127.0.0.1:52201"),
 ]
 
 
 @pytest.mark.no_traffic
-@pytest.mark.parametrize("change,message", INVENTORY_BAD, ids=["dpdk-port", "dut-port", "dut-cpus", "generator-port"])
+@pytest.mark.parametrize("change,message", INVENTORY_BAD, ids=["dpdk-port", "dut-port", "dut-cpus", "generator-port", "ansible-host"])
 def test_vm_lab_inventory_bad_input_stops_before_any_vm(change, message):
     # inventories/vm's experiment variables against its VMs (vm_lab_vms[].uses): refused before anything starts
     name = "pytestinv%s" % secrets.token_hex(2)
