@@ -322,7 +322,9 @@ INVENTORY_BAD = [
 
 
 @pytest.mark.no_traffic
-@pytest.mark.parametrize("change,message", INVENTORY_BAD, ids=["dpdk-port", "dut-port", "dut-cpus", "generator-port", "ansible-host"])
+@pytest.mark.parametrize(
+    "change,message", INVENTORY_BAD, ids=["dpdk-port", "dut-port", "dut-cpus", "generator-port", "ansible-host"]
+)
 def test_vm_lab_inventory_bad_input_stops_before_any_vm(change, message):
     # inventories/vm's experiment variables against its VMs (vm_lab_vms[].uses): refused before anything starts
     name = "pytestinv%s" % secrets.token_hex(2)
