@@ -18,6 +18,7 @@ Each lab here has its own name, interface prefix and two free SSH ports (never t
 import contextlib
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -134,18 +135,28 @@ def records(results, experiment="paper_drop", dut="dut"):
 
 
 
-def ports_inventory(tmp_path):
-    """An inventory source that moves the lab's SSH forwards off the inventory's ports (another lab, e.g. make
-    vm-lab-up's or another session's, may hold 52201/52202): two free ports of 127.0.0.1."""
-    socks = [socket.socket(), socket.socket()]
+def free_ports(n=2):
+    """n ports of 127.0.0.1 where nothing listens now (bound, then closed)."""
+    socks = [socket.socket() for _i in range(n)]
     for s in socks:
         s.bind(("127.0.0.1", 0))
     ports = [s.getsockname()[1] for s in socks]
     for s in socks:
         s.close()
+    return ports
+
+
+def ports_inventory(tmp_path, hosts=None):
+    """An inventory source that moves the lab's SSH forwards off the inventory's ports (another lab, e.g. make
+    vm-lab-up's or another session's, may hold 52201/52202) to two free ports of 127.0.0.1: (inventory arguments,
+    [tg's port, dut's port]). hosts: more variables per host."""
+    ports = free_ports()
+    hostvars = {"tg": {"ansible_port": ports[0]}, "dut": {"ansible_port": ports[1]}}
+    for host, more in (hosts or {}).items():
+        hostvars[host] = more
     path = tmp_path / "ports.yml"
-    path.write_text(json.dumps({"all": {"hosts": {"tg": {"ansible_port": ports[0]}, "dut": {"ansible_port": ports[1]}}}}))
-    return ["-i", INVENTORY, "-i", str(path)]
+    path.write_text(json.dumps({"all": {"hosts": hostvars}}))
+    return ["-i", INVENTORY, "-i", str(path)], ports
 
 
 class Lab:
@@ -157,7 +168,7 @@ class Lab:
         self.prefix = "vmt%s" % secrets.token_hex(1)
         self.extra = {"vm_lab_name": self.name, "vm_lab_ifname_prefix": self.prefix}
         self.dir = "%s/labs/%s" % (VM_ROOT, self.name)
-        self.inv = ports_inventory(tmp_path)
+        self.inv, self.ports = ports_inventory(tmp_path)
 
     def play(self, path, more=None, *args, timeout=3600):
         return run(
@@ -396,11 +407,18 @@ INVENTORY_BAD = [
         {"xdplab_generator_ports": ["0000:00:04.0", "0000:00:05.0", "0000:00:06.0"]},
         "VM tg: xdplab_generator_ports names PCI address(es) 0000:00:06.0",
     ),
+    # -e ansible_host: what a host_vars edit would do to both VMs
+    (
+        {"ansible_host": "10.9.9.9"},
+        "VM tg: the inventory reaches it at 10.9.9.9 (its ansible_host), but the lab serves its SSH only on 127.0.0.1:52201",
+    ),
 ]
 
 
 @pytest.mark.no_traffic
-@pytest.mark.parametrize("change,message", INVENTORY_BAD, ids=["dpdk-port", "dut-port", "dut-cpus", "generator-port"])
+@pytest.mark.parametrize(
+    "change,message", INVENTORY_BAD, ids=["dpdk-port", "dut-port", "dut-cpus", "generator-port", "ansible-host"]
+)
 def test_vm_lab_inventory_bad_input_stops_before_any_vm(change, message):
     # inventories/vm's experiment variables against its VMs (vm_lab_vms[].uses): refused before anything starts
     name = "pytestinv%s" % secrets.token_hex(2)
@@ -593,3 +611,50 @@ def test_vm_lab_kernel_built_on_the_controller_installed_booted_and_verified(cap
         say(capsys, "second run in %.0f s (converged, no reboot, same boot_id): %s" % (time.monotonic() - t2, r))
     # the packages stay cached on the controller for the next run
     assert os.path.exists(KERNEL_STAMP)
+
+
+def run_xdplab_entries():
+    return sorted(os.listdir("/run/xdplab")) if os.path.isdir("/run/xdplab") else None
+
+
+# seconds: measured 3.0-4.6 s for paper_drop.yml to stop here with two hosts down (nice -n 19, the loaded 2-CPU
+# controller): ansible-playbook's start, the input checks, then one try per host (a refused port fails at once, and
+# wait_for_connection pauses 1 s after it). The bound is the point: no 120 s ansible_timeout, no retry for minutes.
+UNREACHABLE_BOUND_S = 30
+
+
+@pytest.mark.no_traffic
+@pytest.mark.parametrize("down,check", [(["dut", "tg"], False), (["dut", "tg"], True), (["tg"], False)],
+                         ids=["both", "both-check-mode", "generator-only"])  # fmt: skip
+def test_experiment_stops_the_whole_run_when_a_vm_does_not_answer(tmp_path, down, check):
+    # issue 25: an unreachable host is a clear input error before anything changes - not Ansible's raw UNREACHABLE
+    # and the run going on with the hosts it can reach. No VM is started: the inventory's SSH ports are closed ports.
+    # the inventory's SSH ports moved to ports where nothing listens: the run meets a VM lab that is not up; with the
+    # DUT made the controller itself (connection local, which the check does not try) only the generator is down
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inv, ports = ports_inventory(tmp_path, {} if "dut" in down else {"dut": local})
+    results = tmp_path / "results"
+    before = run_xdplab_entries()
+    t0 = time.monotonic()
+    p = run([os.path.join(BIN, "ansible-playbook"), *inv, PAPER_DROP, "-e", json.dumps({"experiment_results_dir": str(results)}),
+             *(["--check"] if check else [])], 300)  # fmt: skip
+    took = time.monotonic() - t0
+    out = p.stdout + p.stderr
+    flat = " ".join(out.split())
+    assert p.returncode != 0, out[-3000:]
+    assert "%d host(s) this run needs did not answer; the run stops here, before anything changed on any host:" % len(down) \
+        in flat, out[-3000:]
+    for host, port in (("tg", ports[0]), ("dut", ports[1])):
+        line = "- %s (%s) tried at 127.0.0.1 port %d as lab (connection ansible.builtin.ssh): " % (
+            host, "DUT" if host == "dut" else "generator", port)
+        assert (line in out) == (host in down), out[-3000:]
+        if host in down:
+            assert "ssh: connect to host 127.0.0.1 port %d: Connection refused. Is the VM lab up? make vm-lab-up" % port \
+                in flat, out[-3000:]
+    # the whole run stopped in the first play: no later play started (testbed_up's first would change the controller)
+    assert "PLAY [Controller tools" not in out and "PLAY [Tune the DUTs" not in out and "PLAY [Run the matrix" not in out
+    assert "PLAY [Every DUT and generator answers" not in out
+    assert len(re.findall(r"^PLAY \[", out, re.M)) == 1, re.findall(r"^PLAY \[.*", out, re.M)
+    assert not results.exists()
+    assert run_xdplab_entries() == before
+    assert took < UNREACHABLE_BOUND_S, took
