@@ -367,6 +367,26 @@ def _flat(prefix, value, out):
         out.append("%s %s" % (prefix, "yes" if value else "no"))
 
 
+def rx_path_summary(rx_paths):
+    """DPDK's RX function per port (provenance.program.rx_paths, module testpmd): the burst mode the driver reports,
+    else the RX path it printed (net_virtio), e.g. ``RX 0000:00:04.0 net_virtio: vectorized path (vector)``; None
+    when no port has either (net_af_xdp, net_af_packet, net_null in DPDK 22.11)."""
+    out = []
+    for entry in rx_paths if isinstance(rx_paths, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("rx_burst_mode"):
+            what = "burst mode %s" % entry["rx_burst_mode"]
+        elif entry.get("rx_path"):
+            what = "%s path (%s)" % (entry["rx_path"], "vector" if entry.get("rx_vector") else "scalar")
+            if entry.get("rx_path_note"):
+                what += ", %s" % entry["rx_path_note"]
+        else:
+            continue
+        out.append("RX %s %s: %s" % (entry.get("name") or entry.get("port"), entry.get("driver") or "?", what))
+    return "; ".join(out) or None
+
+
 def program_summary(prog):
     """One line of a system's provenance: XDP program name/tag/mode, DPDK version/SIMD, AF_XDP mode, netfilter ..."""
     prog = dict(prog or {})
@@ -375,6 +395,9 @@ def program_summary(prog):
         parts.append("program %s tag %s, %s mode" % (prog.pop("name"), prog.pop("tag"), prog.pop("mode", "?")))
     if prog.get("dpdk_version"):
         parts.append(str(prog.pop("dpdk_version")))
+    rx = rx_path_summary(prog.pop("rx_paths", None))
+    if rx:
+        parts.append(rx)
     sha = prog.pop("object_sha256", None)
     if sha:
         parts.append("object sha256 %s" % str(sha)[:12])

@@ -94,7 +94,8 @@ KINDS = {
             cpu_windowed=True,
             excludes_main_lcore=True,
             process_window_end=True,
-            measure_provenance={"dpdk_version": "version", "command": "command"},
+            # rx_paths: per port, the burst mode the driver reports or the RX path it printed (net_virtio: module testpmd)
+            measure_provenance={"dpdk_version": "version", "command": "command", "rx_paths": "rx_paths"},
             preflight=("dpdk_port",),
         ),
         Kind(

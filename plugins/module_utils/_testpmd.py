@@ -34,6 +34,23 @@ SIMD_BITWIDTHS = (64, 128, 256, 512)
 PROMPT = b"testpmd> "
 PCI_RE = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])$")
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# a virtio-net PCI function (vendor, device in /sys/bus/pci/devices/ADDR): transitional 0x1000, modern 0x1041
+VIRTIO_NET_PCI_IDS = {("0x1af4", "0x1000"), ("0x1af4", "0x1041")}
+# net_virtio says which RX/TX burst function it took only at INFO (its log types default to NOTICE): set_rxtx_funcs()
+# on pmd.net.virtio.init, the refusals of vectorized=1 in virtio_dev_configure() on pmd.net.virtio.driver. At INFO
+# these add a handful of lines at probe and port start (queue set-up, the paths), nothing per packet (DPDK 22.11)
+VIRTIO_LOG_LEVELS = ("--log-level=pmd.net.virtio.init:info", "--log-level=pmd.net.virtio.driver:info")
+# DPDK 22.11 drivers/net/virtio/virtio_ethdev.c, set_rxtx_funcs(): "virtio: using %s Rx path on port %u" with
+# vectorized | inorder | mergeable buffer | standard, or "packed ring vectorized|mergeable buffer|standard" (before
+# 20.11 the split ring's vector path was called "simple"); each line starts with "set_rxtx_funcs(): "
+VIRTIO_RX_PATH_RE = re.compile(r"virtio: using (?P<path>.+?) Rx path on port (?P<port>\d+)")
+VIRTIO_TX_PATH_RE = re.compile(r"virtio: using (?P<path>.+?) Tx path on port (?P<port>\d+)")
+# virtio_dev_configure() / eth_virtio_dev_init() when vectorized=1 was asked and cannot be had (no port number: they
+# come while the port is configured, before its start prints its paths)
+VIRTIO_VECTOR_REFUSED_RE = re.compile(
+    r"(disabled (?:split|packed) ring vectorized .*\S|building environment do not support packed ring vectorized)\s*$"
+)
+VIRTIO_VECTOR_RX_PATHS = ("vectorized", "packed ring vectorized", "simple")
 
 
 class TestpmdError(Exception):
@@ -114,6 +131,9 @@ def build_command(p, ports):
         eal += ["--no-pci"]
     for port in ports:
         eal += port["eal"]
+    if any(port.get("virtio_net") for port in ports):
+        # net_virtio's RX path (the driver reports no burst mode): parse_rx_paths reads it from the start-up lines
+        eal += list(VIRTIO_LOG_LEVELS)
     eal += list(p.get("extra_eal_args") or [])
     app = [
         "-i",
@@ -132,6 +152,50 @@ def build_command(p, ports):
         app.append(RSS_FLAGS[p["rss"]])
     app += extra
     return [p["binary"], *eal, "--", *app]
+
+
+def pci_is_virtio_net(address, devices="/sys/bus/pci/devices"):
+    """Whether the PCI function ``address`` is a virtio-net device (its vendor and device ids in sysfs; a driver
+    bound to it or not). False when sysfs cannot tell."""
+    ids = []
+    for name in ("vendor", "device"):
+        try:
+            with open(os.path.join(devices, address, name)) as f:
+                ids.append(f.read().strip().lower())
+        except OSError:
+            return False
+    return tuple(ids) in VIRTIO_NET_PCI_IDS
+
+
+def parse_rx_paths(text):
+    """net_virtio's own words on its burst functions (testpmd's start-up output with VIRTIO_LOG_LEVELS) ->
+    ``{port: {rx_path, rx_vector, rx_path_note, tx_path}}``; ports it did not name are absent.
+
+    ``rx_path`` is DPDK's name of the RX function (``vectorized``: virtio_recv_pkts_vec, the SIMD one;
+    ``mergeable buffer``, ``standard``, ``inorder``: scalar), ``rx_vector`` whether it is the vector one,
+    ``rx_path_note`` why a vectorized=1 was refused (``disabled split ring vectorized rx for mrg_rxbuf enabled``;
+    several joined with "; "), None when nothing was refused. A refusal names no port: it belongs to the next port
+    whose paths are printed (DPDK configures a port, then starts it). The last lines of a port count (a restart).
+    """
+    out = {}
+    pending = []
+    for line in clean(text).splitlines():
+        refused = VIRTIO_VECTOR_REFUSED_RE.search(line)
+        if refused:
+            pending.append(refused.group(1))
+            continue
+        tx = VIRTIO_TX_PATH_RE.search(line)
+        if tx:
+            entry = out.setdefault(int(tx["port"]), {"rx_path": None, "rx_vector": None, "rx_path_note": None})
+            entry["tx_path"] = tx["path"]
+            continue
+        rx = VIRTIO_RX_PATH_RE.search(line)
+        if rx:
+            entry = out.setdefault(int(rx["port"]), {"tx_path": None})
+            entry.update(rx_path=rx["path"], rx_vector=rx["path"] in VIRTIO_VECTOR_RX_PATHS,
+                         rx_path_note="; ".join(dict.fromkeys(pending)) or None)
+            pending = []
+    return out
 
 
 def af_xdp_queue_limits(channels):

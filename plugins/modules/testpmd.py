@@ -23,6 +23,12 @@ description:
     driver reports through C(show rxq info) and C(show txq info), for example C(Vector AVX2) or C(Scalar) (the
     proof of which SIMD path ran). Drivers that do not implement queue info (net_af_packet, net_af_xdp, net_null
     in DPDK 22.11) get null and a note.
+  - net_virtio (a virtio-net PCI function, by its vendor and device ids in sysfs) reports no burst mode either, but
+    prints the RX function it takes at INFO; for such a port the EAL command line gets
+    C(--log-level=pmd.net.virtio.init:info --log-level=pmd.net.virtio.driver:info) (a few lines at start, nothing
+    per packet) and each port's C(rx_path) (C(vectorized), C(mergeable buffer), C(standard), C(inorder), packed
+    ring variants), C(rx_vector) and C(rx_path_note) (why a C(vectorized=1) was refused, e.g.
+    C(disabled split ring vectorized rx for mrg_rxbuf enabled)) are read from testpmd's start-up output.
   - testpmd is always stopped, also on failure (C(quit), then SIGTERM, then SIGKILL), EAL's runtime directory
     C(/var/run/dpdk/<file_prefix>) is removed, and the XDP program net_af_xdp leaves on an interface when testpmd is
     killed is detached. While it runs its pid is recorded in O(run_dir) so O(state=absent) (or a teardown) can stop a
@@ -260,6 +266,9 @@ ports:
     - Per port over the window. C(rx_missed) is the driver's imissed (frames the device or kernel dropped because
       the ring was full), C(rx_nombuf) failed mbuf allocations. C(rx_burst_mode)/C(tx_burst_mode) are null when the
       driver does not report them (C(burst_mode_note) says why).
+    - C(rx_path), C(rx_vector), C(rx_path_note), C(tx_path) are what net_virtio printed of its burst functions (null
+      for a driver that prints none). C(rx_path) C(vectorized) is its SIMD RX (virtio_recv_pkts_vec), the others are
+      scalar; C(rx_path_note) is the reason a C(vectorized=1) was refused.
   returned: state=measured and not check mode
   type: list
   elements: dict
@@ -267,7 +276,18 @@ ports:
     - {port: 0, name: net_af_xdp0, driver: net_af_xdp, rx_pps: 1473399.0, tx_pps: 0.0, rx_packets: 4420197,
        tx_packets: 0, rx_missed: 2900000, rx_missed_pps: 966666.7, rx_nombuf: 0, rx_errors: 0, tx_errors: 0,
        rx_burst_mode: null, tx_burst_mode: null, burst_mode_note: "net_af_xdp: Operation not supported(-95)",
-       max_rx_queues: 1, max_tx_queues: 1, devargs: "iface=dut0,start_queue=0,queue_count=1"}
+       max_rx_queues: 1, max_tx_queues: 1, devargs: "iface=dut0,start_queue=0,queue_count=1", rx_path: null,
+       rx_vector: null, rx_path_note: null, tx_path: null}
+rx_paths:
+  description:
+    - Per port, what says which RX function ran, for the trial record (provenance.program.rx_paths of the DPDK
+      systems). The burst mode the driver reports, else the RX path it printed (net_virtio), else nulls.
+  returned: state=measured and not check mode
+  type: list
+  elements: dict
+  sample:
+    - {port: 0, name: "0000:00:04.0", driver: net_virtio, rx_burst_mode: null, rx_path: mergeable buffer,
+       rx_vector: false, rx_path_note: "disabled split ring vectorized rx for mrg_rxbuf enabled"}
 per_rxq:
   description: Per RX queue, packets and packets per second over the window, and the lcore polling it.
   returned: state=measured and not check mode
@@ -485,6 +505,7 @@ class Testpmd:
         return ",".join(map(str, cpus)) or "none"
 
     online_cpus = staticmethod(online_cpus)  # the one CPU-list helper; a seam for the unit tests
+    pci_is_virtio_net = staticmethod(tp.pci_is_virtio_net)  # sysfs; a seam for the unit tests
 
     def preflight(self):
         """Checks of the machine: devices, interfaces, queue counts, hugepages."""
@@ -494,6 +515,8 @@ class Testpmd:
                 if not os.path.exists(os.path.join("/sys/bus/pci/devices", port["address"])):
                     self.fail("PCI device %s is not on this machine (not in /sys/bus/pci/devices); list the NICs with "
                               "lspci -D or dpdk-devbind.py --status" % port["address"])
+                # net_virtio prints its RX path at INFO only: the command line asks for it (rx_path in ports)
+                self.ports[i] = dict(port, virtio_net=self.pci_is_virtio_net(port["address"]))
                 continue
             iface = port["iface"]
             if port["driver"] in ("net_af_xdp", "net_af_packet"):
@@ -726,6 +749,8 @@ class Testpmd:
         if len(summary) != len(self.ports):
             raise tp.TestpmdError("testpmd probed %d of %d ports" % (len(summary), len(self.ports)), s.text())
         port_extra = {}
+        # what net_virtio said of its burst functions while testpmd started its ports (it reports no burst mode)
+        paths = tp.parse_rx_paths(banner)
         for entry in summary:
             port = entry["port"]
             info = tp.parse_port_info(s.command("show port info %d" % port, p["timeout"])[0])
@@ -742,6 +767,14 @@ class Testpmd:
                                 "burst_mode_note": note, "max_rx_queues": info.get("max_rx_queues"),
                                 "max_tx_queues": info.get("max_tx_queues"), "devargs": info.get("devargs"),
                                 "rxd": rxq["descriptors"], "txd": txq["descriptors"]}
+            # the driver's own words on its RX path (net_virtio), null for drivers that print none: see rx_burst_mode
+            path = paths.get(port, {})
+            port_extra[port].update({key: path.get(key) for key in ("rx_path", "rx_vector", "rx_path_note", "tx_path")})
+        self.result["rx_paths"] = [
+            {"port": e["port"], "name": e["name"], "driver": e["driver"], "rx_burst_mode": port_extra[e["port"]]["rx_burst_mode"],
+             **{key: port_extra[e["port"]][key] for key in ("rx_path", "rx_vector", "rx_path_note")}}
+            for e in summary
+        ]
         start_text = s.command("start", p["timeout"])[0]
         mode, streams = tp.parse_streams(start_text)
         if mode is None:

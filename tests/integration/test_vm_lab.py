@@ -88,11 +88,20 @@ BAD = [
     ({"nics": [{"link": "lonely", "pci": "0000:00:04.0", "mac": "02:58:44:56:0f:01"}]}, "link lonely has 1 NIC"),
     ({"nics": [{"link": "x", "pci": "0000:00:02.0", "mac": "02:58:44:56:0f:01"}]}, "02 is the disk"),
     ({"mgmt_mac": "03:00:00:00:00:01"}, "mgmt_mac a unicast lower-case MAC"),
+    # a data NIC's virtio: qemu virtio-net-pci properties the role knows, on or off (checked before the link count)
+    ({"nics": [{"link": "x", "pci": "0000:00:04.0", "mac": "02:58:44:56:0f:01", "virtio": {"mrg_rxbf": "off"}}]},
+     "NIC 0000:00:04.0: virtio {'mrg_rxbf': 'off'}: unknown virtio-net property mrg_rxbf; known properties: mrg_rxbuf,"),
+    ({"nics": [{"link": "x", "pci": "0000:00:04.0", "mac": "02:58:44:56:0f:01", "virtio": {"mrg_rxbuf": "maybe"}}]},
+     "value(s) maybe not on or off"),
 ]
 
 
 @pytest.mark.no_traffic
-@pytest.mark.parametrize("change,message", BAD, ids=["cpus", "one-ended-link", "disk-slot", "multicast-mac"])
+@pytest.mark.parametrize(
+    "change,message",
+    BAD,
+    ids=["cpus", "one-ended-link", "disk-slot", "multicast-mac", "virtio-unknown-property", "virtio-bad-value"],
+)
 def test_vm_lab_bad_input_stops_before_anything(change, message):
     name = "pytestbad%s" % secrets.token_hex(2)
     vm = {"name": "solo", "ssh_port": 52299, "cpus": 1, "memory_mib": 256, "mgmt_mac": "02:58:44:56:0f:10"}
@@ -412,12 +421,19 @@ INVENTORY_BAD = [
         {"ansible_host": "10.9.9.9"},
         "VM tg: the inventory reaches it at 10.9.9.9 (its ansible_host), but the lab serves its SSH only on 127.0.0.1:52201",
     ),
+    # xdplab_vm_nic_options (both VMs read it when given as an extra var; tg is checked first)
+    ({"xdplab_vm_nic_options": {"0000:00:06.0": {"mrg_rxbuf": "off"}}},
+     "VM tg: xdplab_vm_nic_options names PCI address(es) 0000:00:06.0, which the VM does not have as a data NIC"),
+    ({"xdplab_vm_nic_options": {"0000:00:04.0": {"mrg_rxbuf": "off", "guest_tso": "off"}}},
+     "VM tg, NIC 0000:00:04.0: virtio {'mrg_rxbuf': 'off', 'guest_tso': 'off'}: unknown virtio-net property guest_tso;"),
 ]
 
 
 @pytest.mark.no_traffic
 @pytest.mark.parametrize(
-    "change,message", INVENTORY_BAD, ids=["dpdk-port", "dut-port", "dut-cpus", "generator-port", "ansible-host"]
+    "change,message",
+    INVENTORY_BAD,
+    ids=["dpdk-port", "dut-port", "dut-cpus", "generator-port", "ansible-host", "nic-options-port", "nic-options-property"],
 )
 def test_vm_lab_inventory_bad_input_stops_before_any_vm(change, message):
     # inventories/vm's experiment variables against its VMs (vm_lab_vms[].uses): refused before anything starts
@@ -426,6 +442,33 @@ def test_vm_lab_inventory_bad_input_stops_before_any_vm(change, message):
     assert p.returncode != 0
     assert message in " ".join(p.stdout.split()), p.stdout[-3000:]
     assert not os.path.exists("%s/labs/%s" % (VM_ROOT, name))
+
+
+@pytest.mark.no_traffic
+def test_vm_lab_inventory_dut_ingress_nic_without_mergeable_buffers_and_guest_offloads():
+    # the DUT VM's qemu command line as the role renders it (tasks/vm.yml: lookup of qemu_argv.j2) from inventories/vm:
+    # the DPDK port 0000:00:04.0 gets its xdplab_vm_nic_options, the egress NIC and tg's NICs qemu's defaults
+    extra = {"vm_lab_accelerator": "tcg", "vm_lab_qemu": QEMU, "vm_lab_machine": "pc", "vm_lab_tcg_cpu": "max",
+             "__vm_lab_vmdir": "/lab/VM", "__vm_lab_key": "/lab/id_ed25519", "__vm_lab_disk_slot": "0x2"}
+    template = os.path.join(ROOT, "roles", "vm_lab", "templates", "qemu_argv.j2")
+    argvs = {}
+    for vm in ("dut", "tg"):
+        p = subprocess.run(
+            [os.path.join(BIN, "ansible"), "-i", INVENTORY, "localhost", "-m", "ansible.builtin.debug",
+             "-e", json.dumps(dict(extra, __vm_lab_vm="{{ vm_lab_vms | selectattr('name', 'equalto', '%s') | first }}" % vm)),
+             "-a", json.dumps({"msg": "{{ lookup('ansible.builtin.template', '%s') | from_json }}" % template})],
+            capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+            env=dict(ENV, ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+        argvs[vm] = json.loads(p.stdout.split("=>", 1)[1])["msg"]
+    nics = {vm: [a for a in argv if a.startswith("virtio-net-pci,netdev=data")] for vm, argv in argvs.items()}
+    assert nics["dut"] == [
+        "virtio-net-pci,netdev=data0,mac=02:58:44:56:00:02,addr=0x04,mq=on,vectors=6,"
+        "guest_ecn=off,guest_tso4=off,guest_tso6=off,guest_ufo=off,mrg_rxbuf=off",
+        "virtio-net-pci,netdev=data1,mac=02:58:44:56:00:04,addr=0x05,mq=on,vectors=6",
+    ]
+    assert nics["tg"] == ["virtio-net-pci,netdev=data0,mac=02:58:44:56:00:01,addr=0x04,mq=on,vectors=6",
+                          "virtio-net-pci,netdev=data1,mac=02:58:44:56:00:03,addr=0x05,mq=on,vectors=6"]
 
 
 @pytest.mark.no_traffic

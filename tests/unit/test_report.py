@@ -234,6 +234,28 @@ def test_provenance_of_other_systems():
     assert any("Linux (raw table drop): backend nftables, mode raw" in line for line in lines)
 
 
+def test_provenance_names_the_rx_path_when_the_driver_reports_no_burst_mode():
+    # provenance.program.rx_paths (module testpmd's rx_paths): net_virtio's printed RX path, a burst mode where the
+    # driver reports one, nothing for drivers that report neither (the line is then what it was without the key)
+    records = [r for r in fixture_records("paper_drop.jsonl") if "scalar RX" in json.dumps(r["provenance"].get("system"))]
+    before = report.provenance_lines(records)
+    nulls = [{"port": 0, "name": "net_af_xdp0", "driver": "net_af_xdp", "rx_burst_mode": None, "rx_path": None,
+              "rx_vector": None, "rx_path_note": None}]
+    for rec in records:
+        rec["provenance"]["program"]["rx_paths"] = nulls
+    assert report.provenance_lines(records) == before
+    records[0]["provenance"]["program"]["rx_paths"] = [
+        {"port": 0, "name": "0000:00:04.0", "driver": "net_virtio", "rx_burst_mode": None, "rx_path": "mergeable buffer",
+         "rx_vector": False, "rx_path_note": "disabled split ring vectorized rx for mrg_rxbuf enabled"}]
+    line = next(x for x in report.provenance_lines(records[:1]) if "DPDK 22.11.11" in x)
+    assert ("DPDK 22.11.11; RX 0000:00:04.0 net_virtio: mergeable buffer path (scalar), disabled split ring vectorized rx "
+            "for mrg_rxbuf enabled; ") in line
+    assert report.rx_path_summary([{"port": 1, "name": "0000:03:00.0", "driver": "mlx5_pci", "rx_burst_mode": "Vector AVX2",
+                                    "rx_path": None}]) == "RX 0000:03:00.0 mlx5_pci: burst mode Vector AVX2"
+    assert report.rx_path_summary([dict(nulls[0], rx_path="vectorized", rx_vector=True)]) == (
+        "RX net_af_xdp0 net_af_xdp: vectorized path (vector)")
+
+
 def test_a_real_schema_1_record_is_valid_and_read():
     # v1_record_vlab.json: line 1 of trials.jsonl of `playbooks/paper_drop.yml -i inventories/vlab` (xdp only,
     # 1 repetition, 2 samples) on 2026-12-01, written by trial_record (kernel_cmdline shortened); the machine was

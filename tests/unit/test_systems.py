@@ -69,7 +69,7 @@ def test_trial_values_dpdk_keeps_its_main_lcore_out():
     t = _systems.trial_values(_planned(system="dpdk_vector"), _builtin(), SETTINGS)
     assert t["kind"] == "dpdk" and t["cpus"] == [2, 3] and t["dpdk_cpus"] == [2, 3]
     assert t["cpu_windowed"] is True and t["cpu_bpf_interfaces"] == []
-    assert t["from_measure"] == {"dpdk_version": "version", "command": "command"}
+    assert t["from_measure"] == {"dpdk_version": "version", "command": "command", "rx_paths": "rx_paths"}
     assert t["seconds"] == 2 + 5 + 10
     assert t["process_window_end"] is True
 

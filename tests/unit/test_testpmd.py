@@ -160,6 +160,77 @@ def test_queue_info_of_null_and_burst_mode_line():
                                                 "descriptors": 1024}
 
 
+# ------------------------------------------------------------------------------------------------ net_virtio's RX path
+
+# The three virtio_*.constructed.log files are NOT captured: they are written from DPDK 22.11.11's format strings
+# (drivers/net/virtio/virtio_ethdev.c set_rxtx_funcs() and virtio_dev_configure(); fixtures/testpmd/README.md) until
+# the DUT VM's own transcripts replace them.
+
+
+@pytest.mark.parametrize("name, path, vector, note", [
+    # dpdk_vector as the records so far ran it: vectorized=1, but qemu offers mergeable RX buffers
+    ("virtio_vector_refused.constructed.log", "mergeable buffer", False,
+     "disabled split ring vectorized rx for mrg_rxbuf enabled"),
+    # dpdk_vector with mrg_rxbuf=off on the DUT's ingress NIC: virtio_recv_pkts_vec
+    ("virtio_vector.constructed.log", "vectorized", True, None),
+    # dpdk_scalar there (no devargs, --force-max-simd-bitwidth=64)
+    ("virtio_scalar.constructed.log", "standard", False, None),
+])
+def test_net_virtio_rx_path_from_its_start_up_lines(name, path, vector, note):
+    banner, _pairs = tp.split_transcript(fixture(name))
+    assert tp.parse_rx_paths(banner) == {0: {"rx_path": path, "rx_vector": vector, "rx_path_note": note,
+                                             "tx_path": "standard"}}
+
+
+def test_rx_paths_of_several_ports_packed_rings_and_older_names():
+    # lines as DPDK 22.11 prints them (constructed from its format strings), two ports configured then started in
+    # turn; a refusal names no port and belongs to the port started next
+    text = ("Configuring Port 0 (socket 0)\r\n"
+            "virtio_dev_configure(): disabled split ring vectorized rx for offloading enabled\r\n"
+            "virtio_dev_configure(): disabled split ring vectorized rx, max SIMD bitwidth too low\r\n"
+            "set_rxtx_funcs(): virtio: using inorder Tx path on port 0\r\n"
+            "set_rxtx_funcs(): virtio: using inorder Rx path on port 0\r\n"
+            "Port 0: 02:58:44:56:00:02\r\nConfiguring Port 1 (socket 0)\r\n"
+            "set_rxtx_funcs(): virtio: using packed ring standard Tx path on port 1\r\n"
+            "set_rxtx_funcs(): virtio: using packed ring vectorized Rx path on port 1\r\n")
+    assert tp.parse_rx_paths(text) == {
+        0: {"rx_path": "inorder", "rx_vector": False, "tx_path": "inorder",
+            "rx_path_note": "disabled split ring vectorized rx for offloading enabled; "
+                            "disabled split ring vectorized rx, max SIMD bitwidth too low"},
+        1: {"rx_path": "packed ring vectorized", "rx_vector": True, "rx_path_note": None,
+            "tx_path": "packed ring standard"},
+    }
+    # DPDK before 20.11 called the split ring's vector RX "simple"
+    assert tp.parse_rx_paths("set_rxtx_funcs(): virtio: using simple Rx path on port 2\n")[2]["rx_vector"] is True
+    # a port restarted: its last lines count; other drivers print none of these
+    assert tp.parse_rx_paths(text + "set_rxtx_funcs(): virtio: using standard Rx path on port 0\n")[0]["rx_path"] == "standard"
+    assert tp.parse_rx_paths(fixture("af_packet_rxonly_2q.log")) == {}
+
+
+def test_pci_is_virtio_net_reads_the_ids_in_sysfs(tmp_path):
+    for addr, vendor, device in (("0000:00:04.0", "0x1af4", "0x1000"), ("0000:00:05.0", "0x1af4", "0x1041"),
+                                 ("0000:00:06.0", "0x1af4", "0x1042"), ("0000:03:00.0", "0x15b3", "0x1017")):
+        (tmp_path / addr).mkdir()
+        (tmp_path / addr / "vendor").write_text(vendor + "\n")
+        (tmp_path / addr / "device").write_text(device + "\n")
+    assert [tp.pci_is_virtio_net(a, str(tmp_path)) for a in ("0000:00:04.0", "0000:00:05.0")] == [True, True]
+    # virtio-blk, a ConnectX-5, a device that is not there
+    assert [tp.pci_is_virtio_net(a, str(tmp_path)) for a in ("0000:00:06.0", "0000:03:00.0", "0000:00:07.0")] == [
+        False, False, False]
+
+
+def test_the_virtio_log_levels_only_for_a_virtio_net_port():
+    p = {"binary": "dpdk-testpmd", "lcores": [0, 1], "file_prefix": "xdplab-t", "no_huge": False, "forward_mode": "rxonly",
+         "nb_cores": 1, "rxq": 1, "txq": 1, "extra_eal_args": ["--log-level=lib.eal:debug"], "extra_args": []}
+    port = tp.parse_port("0000:00:04.0", devargs="vectorized=1")
+    argv = tp.build_command(p, [dict(port, virtio_net=True)])
+    eal = argv[: argv.index("--")]
+    assert eal[eal.index("-a"):] == ["-a", "0000:00:04.0,vectorized=1", "--log-level=pmd.net.virtio.init:info",
+                                     "--log-level=pmd.net.virtio.driver:info", "--log-level=lib.eal:debug"]
+    assert not any("virtio" in a for a in tp.build_command(p, [dict(port, virtio_net=False)]))
+    assert not any("virtio" in a for a in tp.build_command(p, [tp.parse_port("0000:03:00.0")]))
+
+
 # ------------------------------------------------------------------------------------------------ failures
 
 
@@ -284,6 +355,19 @@ def test_check_mode_reports_command(no_start, capsys, tmp_path):
     assert not os.listdir(tmp_path)
 
 
+@pytest.mark.parametrize("virtio", [True, False])
+def test_check_mode_asks_net_virtio_for_its_rx_path(no_start, capsys, tmp_path, monkeypatch, virtio):
+    # a PCI function of this machine (the preflight checks it is there); whether it is virtio-net is the seam's answer
+    devices = sorted(os.listdir("/sys/bus/pci/devices")) if os.path.isdir("/sys/bus/pci/devices") else []
+    if not devices:
+        pytest.skip("no PCI device in /sys/bus/pci/devices here")
+    monkeypatch.setattr(module.Testpmd, "pci_is_virtio_net", staticmethod(lambda address: virtio))
+    res = run_module(dict(BASE, ports=[devices[0]], run_dir=str(tmp_path), _ansible_check_mode=True), capsys)
+    assert not res.get("failed"), res.get("msg")
+    assert ("--log-level=pmd.net.virtio.init:info" in res["command"]) is virtio
+    assert ("--log-level=pmd.net.virtio.driver:info" in res["command"]) is virtio
+
+
 def test_absent_is_idempotent_and_removes_files(capsys, tmp_path):
     res = run_module({"state": "absent", "name": "t1", "run_dir": str(tmp_path)}, capsys)
     assert res["changed"] is False
@@ -393,3 +477,30 @@ def test_window_end_file_ends_the_window_once_its_time_has_passed(no_start, tmp_
     # the module removes it when a measurement starts and when it ends
     runner.remove_window_end_file()
     assert not end_file.exists()
+
+
+def test_measure_puts_net_virtios_rx_path_beside_the_burst_mode(no_start, tmp_path, fake_clock):
+    """measure() on the replayed net_null io session whose start-up is the constructed dpdk_vector one of the DUT VM
+    (port 0: vectorized=1 refused for mergeable buffers): port 0 gets net_virtio's RX path and the reason, port 1
+    (which printed nothing) nulls; rx_paths (the record's provenance.program.rx_paths) says the same per port."""
+    args = dict(BASE, ports=["net_null0", "net_null1"], forward_mode="io", rxq=2, txq=2, warmup=2, interval=1,
+                samples=2, run_dir=str(tmp_path))
+    with patch_module_args(args):
+        ansible_module = AnsibleModule(argument_spec=module.argument_spec(), supports_check_mode=True)
+        runner = module.Testpmd(ansible_module, clock=fake_clock, sleep=fake_clock.sleep)
+        runner.validate()
+        session = ReplaySession("null_io_2ports_2q.log", fake_clock)
+        session.banner, _pairs = tp.split_transcript(fixture("virtio_vector_refused.constructed.log"))
+        runner.measure(session)
+    res = runner.result
+    port0, port1 = res["ports"]
+    assert port0["rx_burst_mode"] is None and port0["burst_mode_note"] == "net_null: Operation not supported(-95)"
+    assert (port0["rx_path"], port0["rx_vector"], port0["tx_path"]) == ("mergeable buffer", False, "standard")
+    assert port0["rx_path_note"] == "disabled split ring vectorized rx for mrg_rxbuf enabled"
+    assert [port1[k] for k in ("rx_path", "rx_vector", "rx_path_note", "tx_path")] == [None] * 4
+    assert res["rx_paths"] == [
+        {"port": 0, "name": "net_null0", "driver": "net_null", "rx_burst_mode": None, "rx_path": "mergeable buffer",
+         "rx_vector": False, "rx_path_note": "disabled split ring vectorized rx for mrg_rxbuf enabled"},
+        {"port": 1, "name": "net_null1", "driver": "net_null", "rx_burst_mode": None, "rx_path": None,
+         "rx_vector": None, "rx_path_note": None},
+    ]
