@@ -212,10 +212,10 @@ test-kernel-nobtf: system-deps
 
 # molecule's scenarios in two streams side by side, each one scenario after another (their names, paths and
 # namespaces are their own): the builds (kernel: two bindeb-pkg, dpdk: meson/ninja, both through ccache and on both
-# CPUs) beside the scenarios that are Ansible's time (trex, tuning, vlab: one CPU at most); then default alone, since
-# it measures a paper_drop on its lab
+# CPUs) beside the scenarios that are Ansible's time (trex, tuning, vlab, vm_lab: one CPU at most; vm_lab's two TCG
+# guests busy while they boot, idle once up); then default alone, since it measures a paper_drop on its lab
 MOLECULE_BUILDS := kernel dpdk
-MOLECULE_PLAYS := trex tuning vlab
+MOLECULE_PLAYS := trex tuning vlab vm_lab
 .PHONY: molecule-builds molecule-plays test-no-traffic test-beside-builds
 molecule-builds molecule-plays: $(VENV)/.test-deps
 	for s in $(if $(filter molecule-builds,$@),$(MOLECULE_BUILDS),$(MOLECULE_PLAYS)); do \

@@ -280,9 +280,14 @@ def check_drop_records(capsys, lab, recs, systems):
             assert program["bound"][0]["pci"] == "0000:00:04.0", program
             assert program["bound"][0]["driver"] == "uio_pci_generic", program
             assert program["bound"][0]["previous"] == "virtio-pci", program
-        bound = r["provenance"]["program"]["bound"][0] if system.startswith("dpdk") else None
+            # which RX function net_virtio took, in its own words (the DUT's ingress NIC has no mergeable buffers:
+            # inventories/vm xdplab_vm_nic_options): the vector one when asked (vectorized=1), the scalar one else
+            rx = program["rx_paths"][0]
+            assert rx["driver"] == "net_virtio" and rx["rx_vector"] is (system == "dpdk_vector"), (system, rx)
+        dpdk = r["provenance"]["program"] if system.startswith("dpdk") else None
         say(capsys, "%-16s count %-8s %8.0f pps (TCG, functional)%s" % (
-            system, count, r["result"]["pps"], "; bound %s" % bound if bound else ""))
+            system, count, r["result"]["pps"],
+            "; bound %s; rx path %s" % (dpdk["bound"][0], dpdk["rx_paths"][0]) if dpdk else ""))
     return by
 
 
