@@ -410,8 +410,9 @@ class ReplaySession:
         return ""
 
 
-def test_measure_runs_the_sampler_on_the_session(no_start, tmp_path, fake_clock, check_measurement):
-    """measure() on a replayed net_null io session: the Sampler's warm-up, absolute schedule and read midpoints."""
+def measure_null_io(tmp_path, fake_clock, banner=None):
+    """measure() on the replayed net_null io session (2 ports, 2 queues), its start-up replaced by a fixture's when
+    banner names one: (runner, session)."""
     args = dict(BASE, ports=["net_null0", "net_null1"], forward_mode="io", rxq=2, txq=2, warmup=2, interval=1,
                 samples=2, run_dir=str(tmp_path))
     with patch_module_args(args):
@@ -419,7 +420,15 @@ def test_measure_runs_the_sampler_on_the_session(no_start, tmp_path, fake_clock,
         runner = module.Testpmd(ansible_module, clock=fake_clock, sleep=fake_clock.sleep)
         runner.validate()
         session = ReplaySession("null_io_2ports_2q.log", fake_clock)
+        if banner:
+            session.banner, _pairs = tp.split_transcript(fixture(banner))
         runner.measure(session)
+    return runner, session
+
+
+def test_measure_runs_the_sampler_on_the_session(no_start, tmp_path, fake_clock, check_measurement):
+    """measure() on a replayed net_null io session: the Sampler's warm-up, absolute schedule and read midpoints."""
+    runner, session = measure_null_io(tmp_path, fake_clock)
     res = runner.result
     reads = [t for line, t in session.sent if line == "show port xstats all"]
     start = next(t for line, t in session.sent if line == "start")
@@ -483,15 +492,7 @@ def test_measure_puts_net_virtios_rx_path_beside_the_burst_mode(no_start, tmp_pa
     """measure() on the replayed net_null io session whose start-up is the constructed dpdk_vector one of the DUT VM
     (port 0: vectorized=1 refused for mergeable buffers): port 0 gets net_virtio's RX path and the reason, port 1
     (which printed nothing) nulls; rx_paths (the record's provenance.program.rx_paths) says the same per port."""
-    args = dict(BASE, ports=["net_null0", "net_null1"], forward_mode="io", rxq=2, txq=2, warmup=2, interval=1,
-                samples=2, run_dir=str(tmp_path))
-    with patch_module_args(args):
-        ansible_module = AnsibleModule(argument_spec=module.argument_spec(), supports_check_mode=True)
-        runner = module.Testpmd(ansible_module, clock=fake_clock, sleep=fake_clock.sleep)
-        runner.validate()
-        session = ReplaySession("null_io_2ports_2q.log", fake_clock)
-        session.banner, _pairs = tp.split_transcript(fixture("virtio_vector_refused.constructed.log"))
-        runner.measure(session)
+    runner, _session = measure_null_io(tmp_path, fake_clock, banner="virtio_vector_refused.constructed.log")
     res = runner.result
     port0, port1 = res["ports"]
     assert port0["rx_burst_mode"] is None and port0["burst_mode_note"] == "net_null: Operation not supported(-95)"
