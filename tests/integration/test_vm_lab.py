@@ -89,10 +89,14 @@ BAD = [
     ({"nics": [{"link": "x", "pci": "0000:00:02.0", "mac": "02:58:44:56:0f:01"}]}, "02 is the disk"),
     ({"mgmt_mac": "03:00:00:00:00:01"}, "mgmt_mac a unicast lower-case MAC"),
     # a data NIC's virtio: qemu virtio-net-pci properties the role knows, on or off (checked before the link count)
-    ({"nics": [{"link": "x", "pci": "0000:00:04.0", "mac": "02:58:44:56:0f:01", "virtio": {"mrg_rxbf": "off"}}]},
-     "NIC 0000:00:04.0: virtio {'mrg_rxbf': 'off'}: unknown virtio-net property mrg_rxbf; known properties: mrg_rxbuf,"),
-    ({"nics": [{"link": "x", "pci": "0000:00:04.0", "mac": "02:58:44:56:0f:01", "virtio": {"mrg_rxbuf": "maybe"}}]},
-     "value(s) maybe not on or off"),
+    (
+        {"nics": [{"link": "x", "pci": "0000:00:04.0", "mac": "02:58:44:56:0f:01", "virtio": {"mrg_rxbf": "off"}}]},
+        "NIC 0000:00:04.0: virtio {'mrg_rxbf': 'off'}: unknown virtio-net property mrg_rxbf; known properties: mrg_rxbuf,",
+    ),
+    (
+        {"nics": [{"link": "x", "pci": "0000:00:04.0", "mac": "02:58:44:56:0f:01", "virtio": {"mrg_rxbuf": "maybe"}}]},
+        "value(s) maybe not on or off",
+    ),
 ]
 
 
@@ -136,12 +140,9 @@ MAKE_TEST_DROP_SYSTEMS = ["xdp", "dpdk_vector"]
 DROP_SYSTEMS = ["xdp", "dpdk_vector", "dpdk_scalar", "af_xdp_copy", "linux_raw", "linux_conntrack"]
 
 
-
 def records(results, experiment="paper_drop", dut="dut"):
     with open(os.path.join(results, experiment, dut, "trials.jsonl")) as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
 
 
 def free_ports(n=2):
@@ -261,6 +262,7 @@ def recap(out, host):
     line = next(line for line in out.splitlines() if line.startswith(host + " ") and "ok=" in line)
     return dict(kv.split("=") for kv in line.split(":", 1)[1].split())
 
+
 def check_drop_records(capsys, lab, recs, systems):
     """Every record ok, of the systems asked, on virtio_net in the lab's VM, with a rate above 0; DPDK's name the PCI
     address they bound to uio_pci_generic and what held it before. Returns {(system, count mode): record}."""
@@ -285,19 +287,27 @@ def check_drop_records(capsys, lab, recs, systems):
             rx = program["rx_paths"][0]
             assert rx["driver"] == "net_virtio" and rx["rx_vector"] is (system == "dpdk_vector"), (system, rx)
         dpdk = r["provenance"]["program"] if system.startswith("dpdk") else None
-        say(capsys, "%-16s count %-8s %8.0f pps (TCG, functional)%s" % (
-            system, count, r["result"]["pps"],
-            "; bound %s; rx path %s" % (dpdk["bound"][0], dpdk["rx_paths"][0]) if dpdk else ""))
+        say(
+            capsys,
+            "%-16s count %-8s %8.0f pps (TCG, functional)%s"
+            % (
+                system,
+                count,
+                r["result"]["pps"],
+                "; bound %s; rx path %s" % (dpdk["bound"][0], dpdk["rx_paths"][0]) if dpdk else "",
+            ),
+        )
     return by
 
 
 def check_port_given_back(capsys, lab):
     """After testbed_down the port is the kernel's again: virtio-pci holds it and virtio_net names it ens4."""
-    back = lab.dut("basename $(readlink /sys/bus/pci/devices/0000:00:04.0/driver); ethtool -i ens4 | head -1; "
-                   "ethtool -i ens4 | grep bus-info; ls /run/xdplab/pci_driver 2>/dev/null | wc -l")
+    back = lab.dut(
+        "basename $(readlink /sys/bus/pci/devices/0000:00:04.0/driver); ethtool -i ens4 | head -1; "
+        "ethtool -i ens4 | grep bus-info; ls /run/xdplab/pci_driver 2>/dev/null | wc -l"
+    )
     assert back.splitlines() == ["virtio-pci", "driver: virtio_net", "bus-info: 0000:00:04.0", "0"], back
     say(capsys, "after testbed_down: %s" % back.splitlines())
-
 
 
 @pytest.mark.root
@@ -389,13 +399,20 @@ def test_vm_lab_up_ssh_tuning_reboot_paper_drop_and_down(capsys, tmp_path):
         results = str(tmp_path / "results")
         t4 = time.monotonic()
         # its testbed_up skips the tuning it would find converged (run twice just above): about a minute of TCG
-        drop = lab.play(PAPER_DROP, dict(SHORT_DROP, experiment_results_dir=results,
-                                         paper_drop_systems=MAKE_TEST_DROP_SYSTEMS), "--skip-tags", "tuning",
-                        timeout=3600)
+        drop = lab.play(
+            PAPER_DROP,
+            dict(SHORT_DROP, experiment_results_dir=results, paper_drop_systems=MAKE_TEST_DROP_SYSTEMS),
+            "--skip-tags",
+            "tuning",
+            timeout=3600,
+        )
         assert drop.returncode == 0, drop.stdout[-10000:] + drop.stderr[-2000:]
-        say(capsys, "paper_drop (testbed_up, %s, testbed_down; the smaller matrix of make test: make test-vm-lab runs "
-                    "all six systems) in %.0f s: %s" % (", ".join(MAKE_TEST_DROP_SYSTEMS), time.monotonic() - t4,
-                                                        recap(drop.stdout, "dut")))
+        say(
+            capsys,
+            "paper_drop (testbed_up, %s, testbed_down; the smaller matrix of make test: make test-vm-lab runs "
+            "all six systems) in %.0f s: %s"
+            % (", ".join(MAKE_TEST_DROP_SYSTEMS), time.monotonic() - t4, recap(drop.stdout, "dut")),
+        )
         check_drop_records(capsys, lab, records(results), MAKE_TEST_DROP_SYSTEMS)
         check_port_given_back(capsys, lab)
 
@@ -427,10 +444,14 @@ INVENTORY_BAD = [
         "VM tg: the inventory reaches it at 10.9.9.9 (its ansible_host), but the lab serves its SSH only on 127.0.0.1:52201",
     ),
     # xdplab_vm_nic_options (both VMs read it when given as an extra var; tg is checked first)
-    ({"xdplab_vm_nic_options": {"0000:00:06.0": {"mrg_rxbuf": "off"}}},
-     "VM tg: xdplab_vm_nic_options names PCI address(es) 0000:00:06.0, which the VM does not have as a data NIC"),
-    ({"xdplab_vm_nic_options": {"0000:00:04.0": {"mrg_rxbuf": "off", "guest_tso": "off"}}},
-     "VM tg, NIC 0000:00:04.0: virtio {'mrg_rxbuf': 'off', 'guest_tso': 'off'}: unknown virtio-net property guest_tso;"),
+    (
+        {"xdplab_vm_nic_options": {"0000:00:06.0": {"mrg_rxbuf": "off"}}},
+        "VM tg: xdplab_vm_nic_options names PCI address(es) 0000:00:06.0, which the VM does not have as a data NIC",
+    ),
+    (
+        {"xdplab_vm_nic_options": {"0000:00:04.0": {"mrg_rxbuf": "off", "guest_tso": "off"}}},
+        "VM tg, NIC 0000:00:04.0: virtio {'mrg_rxbuf': 'off', 'guest_tso': 'off'}: unknown virtio-net property guest_tso;",
+    ),
 ]
 
 
@@ -453,17 +474,38 @@ def test_vm_lab_inventory_bad_input_stops_before_any_vm(change, message):
 def test_vm_lab_inventory_dut_ingress_nic_without_mergeable_buffers_and_guest_offloads():
     # the DUT VM's qemu command line as the role renders it (tasks/vm.yml: lookup of qemu_argv.j2) from inventories/vm:
     # the DPDK port 0000:00:04.0 gets its xdplab_vm_nic_options, the egress NIC and tg's NICs qemu's defaults
-    extra = {"vm_lab_accelerator": "tcg", "vm_lab_qemu": QEMU, "vm_lab_machine": "pc", "vm_lab_tcg_cpu": "max",
-             "__vm_lab_vmdir": "/lab/VM", "__vm_lab_key": "/lab/id_ed25519", "__vm_lab_disk_slot": "0x2"}
+    extra = {
+        "vm_lab_accelerator": "tcg",
+        "vm_lab_qemu": QEMU,
+        "vm_lab_machine": "pc",
+        "vm_lab_tcg_cpu": "max",
+        "__vm_lab_vmdir": "/lab/VM",
+        "__vm_lab_key": "/lab/id_ed25519",
+        "__vm_lab_disk_slot": "0x2",
+    }
     template = os.path.join(ROOT, "roles", "vm_lab", "templates", "qemu_argv.j2")
     argvs = {}
     for vm in ("dut", "tg"):
         p = subprocess.run(
-            [os.path.join(BIN, "ansible"), "-i", INVENTORY, "localhost", "-m", "ansible.builtin.debug",
-             "-e", json.dumps(dict(extra, __vm_lab_vm="{{ vm_lab_vms | selectattr('name', 'equalto', '%s') | first }}" % vm)),
-             "-a", json.dumps({"msg": "{{ lookup('ansible.builtin.template', '%s') | from_json }}" % template})],
-            capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
-            env=dict(ENV, ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+            [
+                os.path.join(BIN, "ansible"),
+                "-i",
+                INVENTORY,
+                "localhost",
+                "-m",
+                "ansible.builtin.debug",
+                "-e",
+                json.dumps(dict(extra, __vm_lab_vm="{{ vm_lab_vms | selectattr('name', 'equalto', '%s') | first }}" % vm)),
+                "-a",
+                json.dumps({"msg": "{{ lookup('ansible.builtin.template', '%s') | from_json }}" % template}),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+            env=dict(ENV, ANSIBLE_CALLBACK_RESULT_FORMAT="json"),
+        )
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
         argvs[vm] = json.loads(p.stdout.split("=>", 1)[1])["msg"]
     nics = {vm: [a for a in argv if a.startswith("virtio-net-pci,netdev=data")] for vm, argv in argvs.items()}
@@ -472,8 +514,10 @@ def test_vm_lab_inventory_dut_ingress_nic_without_mergeable_buffers_and_guest_of
         "guest_ecn=off,guest_tso4=off,guest_tso6=off,guest_ufo=off,mrg_rxbuf=off",
         "virtio-net-pci,netdev=data1,mac=02:58:44:56:00:04,addr=0x05,mq=on,vectors=6",
     ]
-    assert nics["tg"] == ["virtio-net-pci,netdev=data0,mac=02:58:44:56:00:01,addr=0x04,mq=on,vectors=6",
-                          "virtio-net-pci,netdev=data1,mac=02:58:44:56:00:03,addr=0x05,mq=on,vectors=6"]
+    assert nics["tg"] == [
+        "virtio-net-pci,netdev=data0,mac=02:58:44:56:00:01,addr=0x04,mq=on,vectors=6",
+        "virtio-net-pci,netdev=data1,mac=02:58:44:56:00:03,addr=0x05,mq=on,vectors=6",
+    ]
 
 
 @pytest.mark.no_traffic
@@ -690,15 +734,20 @@ def test_experiment_stops_the_whole_run_when_a_vm_does_not_answer(tmp_path, down
     out = p.stdout + p.stderr
     flat = " ".join(out.split())
     assert p.returncode != 0, out[-3000:]
-    assert "%d host(s) this run needs did not answer; the run stops here, before anything changed on any host:" % len(down) \
-        in flat, out[-3000:]
+    assert (
+        "%d host(s) this run needs did not answer; the run stops here, before anything changed on any host:" % len(down) in flat
+    ), out[-3000:]
     for host, port in (("tg", ports[0]), ("dut", ports[1])):
         line = "- %s (%s) tried at 127.0.0.1 port %d as lab (connection ansible.builtin.ssh): " % (
-            host, "DUT" if host == "dut" else "generator", port)
+            host,
+            "DUT" if host == "dut" else "generator",
+            port,
+        )
         assert (line in out) == (host in down), out[-3000:]
         if host in down:
-            assert "ssh: connect to host 127.0.0.1 port %d: Connection refused. Is the VM lab up? make vm-lab-up" % port \
-                in flat, out[-3000:]
+            assert (
+                "ssh: connect to host 127.0.0.1 port %d: Connection refused. Is the VM lab up? make vm-lab-up" % port in flat
+            ), out[-3000:]
     # the whole run stopped in the first play: no later play started (testbed_up's first would change the controller)
     assert "PLAY [Controller tools" not in out and "PLAY [Tune the DUTs" not in out and "PLAY [Run the matrix" not in out
     assert "PLAY [Every DUT and generator answers" not in out
